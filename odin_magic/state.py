@@ -1,0 +1,120 @@
+"""Run state: seed 000's state.json, field for field, plus odin-magic's additions.
+
+``RunState.to_json()`` writes exactly the seed's fields (``interview`` only
+when present) and, after them, the additions: ``usage``, ``dry``,
+``failure_reason``, ``no_progress``, ``ended_at``, ``log_seq``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RunStatus = Literal["running", "awaiting_approval", "done", "failed", "abandoned"]
+ACTIVE_STATUSES = ("running", "awaiting_approval")
+
+#: History's gate vocabulary (seed 000): ``ai`` an ai gate auto-passed (or was
+#: judged and failed); ``ai-pending`` an ai+human/human stage passed AI judgment
+#: and paused (or was judged and failed); ``approved`` the human approved.
+HistoryGate = Literal["ai", "ai-pending", "approved"]
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Usage(_State):
+    """Tokens and estimated cost, for one call, one stage or one run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+        )
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 6),
+        )
+
+
+class RunUsage(_State):
+    total: Usage = Field(default_factory=Usage)
+    by_stage: dict[str, Usage] = Field(default_factory=dict)
+
+    def add(self, stage: str, usage: Usage) -> "RunUsage":
+        by_stage = dict(self.by_stage)
+        by_stage[stage] = by_stage.get(stage, Usage()) + usage
+        return RunUsage(total=self.total + usage, by_stage=by_stage)
+
+
+class InterviewSummary(_State):
+    """The write contract of seed 000: what ``status`` reads of an interview."""
+
+    threshold: float
+    rounds: int
+    ambiguity: float
+    topology: list[str]
+
+
+class HistoryEntry(_State):
+    stage: str
+    result: Literal["pass", "fail"]
+    gate: HistoryGate
+    at: str
+    agent: str | None = None  # set for stages that ran in a fresh context
+    reason: str | None = None  # why a gate failed (fail entries)
+    evidence: str | None = None  # run-dir-relative path of the gate's evidence file
+
+
+class DryOptions(_State):
+    """What a dry run remembers so that a plain ``run`` continues it the same way."""
+
+    gates: list[str] = Field(default_factory=list)  # remaining "stage:fail" items, in order
+    approve_all: bool = False
+    stage_delay: float = 0.0
+
+
+class RunState(_State):
+    run_id: str
+    loop: str
+    task: str
+    started_at: str
+    status: RunStatus = "running"
+    current_stage: str
+    iterations: dict[str, int] = Field(default_factory=dict)
+    total_iterations: int = 0
+    max_iterations: int
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    interview: InterviewSummary | None = None
+    history: list[HistoryEntry] = Field(default_factory=list)
+    # -- odin-magic additions ------------------------------------------------
+    usage: RunUsage = Field(default_factory=RunUsage)
+    dry: DryOptions | None = None
+    failure_reason: str | None = None
+    no_progress: int = 0
+    ended_at: str | None = None
+    log_seq: int = 0  # sequence number of the last event-log record folded in
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    def to_json(self) -> dict:
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["history"] = [e.model_dump(mode="json", exclude_none=True) for e in self.history]
+        return data

@@ -1,0 +1,112 @@
+"""The worker interface: what the engine asks of whoever does a stage's work.
+
+The engine owns the run (state, gates, loopbacks); a worker only performs a
+stage and, separately, judges a gate's ``check``. Implementations: the dry
+worker (:mod:`odin_magic.workers.dry`), the Claude worker
+(:mod:`odin_magic.workers.claude`), which the scripted model also drives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from ..loop import Loop, ResolvedAgent, Stage
+from ..state import Usage
+
+
+class Verdict(BaseModel):
+    """A judge's structured answer about one gate ``check``."""
+
+    passed: bool = Field(description="True only if the check is truthfully met.")
+    reasons: list[str] = Field(default_factory=list, description="Why, citing the evidence.")
+    blocking: list[str] = Field(default_factory=list, description="Findings that must be fixed before advancing.")
+    non_blocking: list[str] = Field(default_factory=list, description="Findings that may wait.")
+
+
+@dataclass(frozen=True)
+class CommandEvidence:
+    """One ``gate.run`` command's outcome (the tails of its output are kept)."""
+
+    cmd: str
+    exit_code: int | None  # None: timed out or could not start
+    timed_out: bool
+    duration_s: float
+    stdout_tail: str
+    stderr_tail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class WorkerEvent:
+    """Something a worker did, streamed as it happens (text, a tool call, ...)."""
+
+    kind: Literal["text", "tool", "tool_refused", "info"]
+    stage: str
+    text: str
+
+
+EventSink = Callable[[WorkerEvent], None]
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """Everything a worker may know about one stage execution."""
+
+    loop: Loop
+    stage: Stage
+    task: str
+    run_id: str
+    project_dir: Path
+    run_dir: Path
+    agent: ResolvedAgent
+    consumes: dict[str, Path]  # declared entry -> absolute path (read fresh from disk)
+    produces: dict[str, Path]  # declared entry -> absolute path to write
+    feedback: str | None = None  # a human's revision request at a pause
+    last_failure: str | None = None  # why this stage's (or a later stage's) gate last failed
+    attempt: int = 0  # iterations[stage] so far
+
+
+@dataclass(frozen=True)
+class StageResult:
+    summary: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class JudgeJob:
+    """What a judge sees: never the worker's conversation."""
+
+    loop: Loop
+    stage: Stage
+    task: str
+    run_id: str
+    project_dir: Path
+    run_dir: Path
+    artifacts: dict[str, Path]  # the stage's produces, resolved
+    commands: list[CommandEvidence]
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    verdict: Verdict
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Worker(Protocol):
+    def perform(self, job: StageJob, events: EventSink) -> StageResult:
+        """Do the stage's work, writing its ``produces``. Raise :class:`WorkerError` to stop the stage."""
+
+    def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
+        """Decide ``job.stage.gate.check`` from the artifacts and command evidence."""
+
+
+class WorkerError(Exception):
+    """A stage could not be completed (e.g. retries ran out). The run stays resumable."""
