@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Creates (or reuses) a virtual environment with odin-magic and its test extras.
+# ODIN_VENV picks the venv's path (default: .venv beside this repository).
+# Sourced by quickstart.sh and test.sh; prints nothing but pip's errors.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${ODIN_VENV:-$repo/.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo[test]" 2>&1 \
+  | grep -v "is ignored: it is neither a file nor a directory" || true
+"$venv/bin/python" -c "import odin_magic" # fails loudly if the install did not work
+export ODIN_PY="$venv/bin/python"
