@@ -1,0 +1,192 @@
+"""The interview's two documents, rendered from its state.
+
+``interview-log.md`` is the convergence ledger (header, topology, context
+findings, one entry per round, convergence trace); ``spec.md`` is the
+deliverable with the fixed sections Goal, Topology, Acceptance Criteria,
+Assumptions, Out of Scope, Edge Cases, Open Questions and Convergence. Both
+are rewritten whole after every transition, so they never drift from
+``interview.json``.
+"""
+
+from __future__ import annotations
+
+from .convergence import component_ambiguities, run_ambiguity, stop_check, within
+from .models import ClarityScores, InterviewState, RoundRecord
+
+
+def num(value: float | None) -> str:
+    """``0.55`` -> ``.55``; ``1.0`` -> ``1.00``; ``None`` -> ``n/a``."""
+    if value is None:
+        return "n/a"
+    text = f"{value:.2f}"
+    return text[1:] if text.startswith("0.") else text
+
+
+def weights_line(weights: dict[str, float]) -> str:
+    return " / ".join(f"{d} {num(w)}" for d, w in weights.items())
+
+
+def _scores_line(scores: ClarityScores, weights: dict[str, float]) -> str:
+    return "  ".join(f"{d} {num(scores.get(d))}" for d in weights)
+
+
+def _stability(r: RoundRecord) -> str:
+    if r.stability is None:
+        return "n/a"
+    return f"{r.stable + r.renamed}/{r.entities} = {num(r.stability)}"
+
+
+def _reached(state: InterviewState) -> int | None:
+    for r in state.rounds:
+        if within(r.ambiguity, state.threshold):
+            return r.number
+    return None
+
+
+def ambiguity_trace(state: InterviewState) -> str:
+    steps = "  ".join(f"{r.number}→{num(r.ambiguity)}" for r in state.rounds) or "—"
+    reached = _reached(state)
+    tail = f"reached @ round {reached}" if reached else "not reached"
+    return f"{steps}   (target {num(state.threshold)}, {tail})"
+
+
+def stability_trace(state: InterviewState) -> str:
+    return "  ".join(num(r.stability) for r in state.rounds) or "—"
+
+
+def final_per_component(state: InterviewState) -> str:
+    per = component_ambiguities(state)
+    return " · ".join(f"{name} {num(a)}" for name, a in per.items()) or "—"
+
+
+def render_log(state: InterviewState) -> str:
+    out = [
+        f"# Interview Log — {state.task}   (deep interview)",
+        f"ambiguity target: {num(state.threshold)}   ·   dimensions: {weights_line(state.weights)}"
+        f"   ·   mode: {state.mode}",
+        "",
+    ]
+    if state.topology_confirmed_at:
+        out.append(f"## Topology   (status: confirmed @ {state.topology_confirmed_at})")
+    else:
+        out.append("## Topology   (status: proposed, awaiting confirmation)")
+    for c in state.components:
+        status = "active" if c.status == "active" else "deferred (out of scope this run)"
+        out.append(f"- {c.id} {c.name}  — {status}")
+    if not state.components:
+        out.append("- (not proposed yet)")
+    if state.findings:
+        out += ["", "## Context findings"]
+        out += [f"- {f.text}" + (f" ({f.citation})" if f.citation else "") for f in state.findings]
+    out += ["", "## Rounds"]
+    if not state.rounds:
+        out.append("(none yet)")
+    previous: dict[str, ClarityScores] = {}
+    for r in state.rounds:
+        out += ["", f"### Round {r.number} | targeting: {r.dimension} · {r.component}"]
+        ch = r.challenge
+        if ch is None:
+            out.append("challenge: —")
+        elif ch.skipped_reason:
+            out.append(f"challenge: {ch.kind} not fired — {ch.skipped_reason}")
+        else:
+            outcome = ch.outcome or ch.answer or "(no outcome)"
+            out.append(f'challenge: {ch.kind} → "{ch.probe}" → {outcome}')
+        out.append(f"Q: {r.question}")
+        for i, opt in enumerate(r.options, 1):
+            out.append(f"   option {i}: {opt.answer} (confidence {opt.confidence})")
+        if r.answered_by == "auto" and r.auto_answer is not None:
+            out.append(f"A (auto-answer, confidence {r.auto_answer.confidence}; carried as an assumption): {r.answer}")
+        elif r.answered_by == "option":
+            out.append(f"A (picked an offered candidate): {r.answer}")
+        else:
+            out.append(f"A: {r.answer}")
+        shown = [r.component] + [
+            name for name, s in r.scores.items() if name != r.component and previous.get(name, ClarityScores()) != s
+        ]
+        for name in shown:
+            if name in r.scores:
+                out.append(
+                    f"scores ({name}): {_scores_line(r.scores[name], state.weights)}"
+                    f"   → ambiguity {num(r.component_ambiguity.get(name))}"
+                )
+        out.append(f"run ambiguity: {num(r.ambiguity)}   (worst: {r.worst})")
+        out.append(f"ontology: {r.entities} entities, stability {_stability(r)}")
+        if r.capped:
+            out.append("clarity cap .85 (auto-answer only): " + ", ".join(r.capped))
+        for note in r.assist:
+            out.append(f"auto-assist: {note.text}")
+        for note in r.notes:
+            out.append(f"note: {note}")
+        previous = dict(r.scores)
+    out += [
+        "",
+        "## Convergence trace",
+        f"ambiguity:  {ambiguity_trace(state)}",
+        f"ontology stability:  {stability_trace(state)}",
+        f"final per-component: {final_per_component(state)}",
+    ]
+    if state.phase == "done":
+        check = stop_check(state)
+        reason = {
+            "converged": "stop condition met",
+            "hard_cap": f"hard cap reached ({state.round_cap} rounds); residual ambiguity recorded as Open Questions",
+            "user": "stopped by the user with the current clarity; residual ambiguity recorded as Open Questions",
+        }.get(state.stopped_by or "", "stopped")
+        out.append(f"outcome: {reason} after {state.round} rounds; stop condition {'holds' if check.holds else 'does not hold'}")
+    return "\n".join(out) + "\n"
+
+
+def render_spec(state: InterviewState) -> str:
+    out = [f"# {state.task}", "", "## Goal", state.goal or "(to be clarified)", "", "## Topology"]
+    for c in state.components:
+        label = "active" if c.status == "active" else "deferred — out of scope this run"
+        out.append(f"- {c.id} {c.name} — {label}" + (f": {c.summary}" if c.summary else ""))
+    if not state.components:
+        out.append("(not proposed yet)")
+    out += ["", "## Acceptance Criteria"]
+    numbered = 0
+    for comp in state.active:
+        for crit in (c for c in state.criteria if c.component == comp.name):
+            numbered += 1
+            out.append(f"{numbered}. [{comp.name}] {crit.text}")
+    if not numbered:
+        out.append("(none yet)")
+    out += ["", "## Assumptions"]
+    out += [f"- {a}" for a in state.assumptions] or ["none"]
+    out += ["", "## Out of Scope"]
+    scope = [f"- {c.name} (deferred component)" for c in state.deferred] + [f"- {s}" for s in state.out_of_scope]
+    out += scope or ["none"]
+    out += ["", "## Edge Cases"]
+    out += [f"- {e}" for e in state.edge_cases] or ["none"]
+    out += ["", "## Open Questions"]
+    questions = []
+    for q in state.open_questions:
+        if q.resolved:
+            questions.append(f"- (resolved) {q.text}")
+        elif q.blocking:
+            questions.append(f"- [blocking] {q.text}")
+        else:
+            questions.append(f"- [non-blocking risk] {q.text}")
+    out += questions or ["none"]
+    ambiguity, worst = run_ambiguity(state)
+    per = component_ambiguities(state)
+    out += [
+        "",
+        "## Convergence",
+        f"run ambiguity: {num(ambiguity)} (target {num(state.threshold)}; worst: {worst or '—'}) after {state.round} rounds",
+        "",
+        "| component | " + " | ".join(state.weights) + " | ambiguity |",
+        "|---" * (len(state.weights) + 2) + "|",
+    ]
+    for comp in state.active:
+        s = state.clarity.get(comp.name, ClarityScores())
+        out.append(
+            f"| {comp.name} | " + " | ".join(num(s.get(d)) for d in state.weights) + f" | {num(per[comp.name])} |"
+        )
+    out += [
+        "",
+        f"ambiguity trace: {ambiguity_trace(state)}",
+        f"ontology stability trace: {stability_trace(state)}",
+    ]
+    return "\n".join(out) + "\n"
