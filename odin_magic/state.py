@@ -87,6 +87,7 @@ class DryOptions(_State):
     gates: list[str] = Field(default_factory=list)  # remaining "stage:fail" items, in order
     approve_all: bool = False
     stage_delay: float = 0.0
+    run_commands: bool = False  # run gate.run commands too (default: skipped, recorded as such)
 
 
 class RunState(_State):
@@ -108,6 +109,7 @@ class RunState(_State):
     failure_reason: str | None = None
     no_progress: int = 0
     ended_at: str | None = None
+    feedback: str | None = None  # a pending revision request (cleared by the next gate)
     log_seq: int = 0  # sequence number of the last event-log record folded in
 
     @property

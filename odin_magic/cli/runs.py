@@ -1,0 +1,160 @@
+"""``odin run | approve | revise | step | status | runs | abandon | simulate``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..engine import Engine, simulate
+from ..errors import UsageError
+from ..events import EngineEvent
+from ..report import format_event, render_runs, render_status
+from ..state import DryOptions, RunState
+from ..workers.dry import parse_gate_script
+
+
+def _printer(event: EngineEvent) -> None:
+    line = format_event(event)
+    if line is not None:
+        stream = sys.stderr if event.kind == "notice" else sys.stdout
+        print(line, file=stream, flush=True)
+
+
+def _engine(args: argparse.Namespace, listener=_printer) -> Engine:
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"project directory {project} does not exist", hint="--project DIR")
+    return Engine(project, listener=listener)
+
+
+def _exit(state: RunState) -> int:
+    return 1 if state.status == "failed" else 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
+    active = engine.active()
+    if args.loop is None or (active is not None and active.loop == args.loop and args.task is None):
+        if active is None:
+            raise UsageError("no active run to continue", hint="start one with `odin run LOOP --task TEXT`")
+        if dry_flags:
+            print("note: --dry/--gates/--approve-all/--stage-delay apply when a run starts; "
+                  f"run {active.run_id} continues with its own options", file=sys.stderr)
+        return _exit(engine.run())
+    if args.task is None:
+        raise UsageError(f"starting loop {args.loop!r} needs a task", hint=f'odin run {args.loop} --task "what you are building"')
+    if (args.gates or args.approve_all or args.stage_delay or args.run_commands) and not args.dry:
+        raise UsageError("--gates, --approve-all, --stage-delay and --run-commands apply to dry runs", hint="add --dry")
+    dry = None
+    if args.dry:
+        if args.stage_delay is not None and args.stage_delay < 0:
+            raise UsageError("--stage-delay must be 0 or more seconds")
+        dry = DryOptions(gates=parse_gate_script(args.gates), approve_all=args.approve_all,
+                         stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
+    return _exit(engine.start(args.loop, args.task, dry=dry))
+
+
+def _cmd_approve(args):
+    return _exit(_engine(args).approve())
+
+
+def _cmd_revise(args):
+    return _exit(_engine(args).revise(args.feedback))
+
+
+def _cmd_step(args):
+    return _exit(_engine(args).step(args.stage))
+
+
+def _cmd_abandon(args):
+    _engine(args).abandon()
+    return 0
+
+
+def _cmd_status(args):
+    engine = _engine(args)
+    state = engine.status(args.run)
+    if args.json:
+        print(json.dumps(state.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(render_status(state, engine.loop_for(state.run_id)))
+    return 0
+
+
+def _cmd_runs(args):
+    states = _engine(args).runs()
+    if args.json:
+        print(json.dumps([s.to_json() for s in states], indent=2, ensure_ascii=False))
+    else:
+        print(render_runs(states))
+    return 0
+
+
+def _cmd_simulate(args):
+    project = Path(args.project)
+    result = simulate(project, args.loop, args.gates, listener=None if args.json else _printer)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print()
+        print("path       " + " → ".join(result["path"]))
+        print(f"status     {result['status']}" + (f" ({result['failure_reason']})" if result.get("failure_reason") else ""))
+        print(f"loopbacks  {result['total_iterations']}"
+              + ("  (" + ", ".join(f"{k} {v}" for k, v in result["iterations"].items()) + ")" if result["iterations"] else ""))
+    return 0 if result["status"] == "done" else 1
+
+
+def _project(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: current directory)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="start a run of LOOP, or continue the active run (approving a pause)")
+    p.add_argument("loop", nargs="?", metavar="LOOP", help="loop to start (omit to continue the active run)")
+    p.add_argument("--task", help="one line: what you are building (needed to start a run)")
+    p.add_argument("--dry", action="store_true", help="use the dry worker: placeholder artifacts, scripted gates")
+    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail")
+    p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
+    p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
+    p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
+    _project(p)
+    p.set_defaults(handler=_cmd_run)
+
+    p = sub.add_parser("approve", help="approve the paused stage and continue")
+    _project(p)
+    p.set_defaults(handler=_cmd_approve)
+
+    p = sub.add_parser("revise", help="re-run the paused stage with FEEDBACK, then gate it again")
+    p.add_argument("feedback", metavar="FEEDBACK")
+    _project(p)
+    p.set_defaults(handler=_cmd_revise)
+
+    p = sub.add_parser("step", help="run one stage and its gate without advancing")
+    p.add_argument("stage", metavar="STAGE")
+    _project(p)
+    p.set_defaults(handler=_cmd_step)
+
+    p = sub.add_parser("status", help="show a run (default: the active or latest run)")
+    p.add_argument("--run", metavar="ID", help="run id")
+    p.add_argument("--json", action="store_true", help="print the state.json object")
+    _project(p)
+    p.set_defaults(handler=_cmd_status)
+
+    p = sub.add_parser("runs", help="list the project's runs, newest first")
+    p.add_argument("--json", action="store_true")
+    _project(p)
+    p.set_defaults(handler=_cmd_runs)
+
+    p = sub.add_parser("abandon", help="give up the active run")
+    _project(p)
+    p.set_defaults(handler=_cmd_abandon)
+
+    p = sub.add_parser("simulate", help="dry-run LOOP in a throwaway directory, approving every human gate")
+    p.add_argument("loop", metavar="LOOP")
+    p.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,review:fail")
+    p.add_argument("--json", action="store_true", help="print only the JSON result")
+    _project(p)
+    p.set_defaults(handler=_cmd_simulate)

@@ -1,0 +1,592 @@
+"""The Engine: seed 000's hybrid drive over a run's event log.
+
+Each public call (``start``, ``run``, ``approve``, ``revise``, ``step``,
+``abandon``) takes the run's driver lock, drives until the run pauses,
+finishes, fails or is stopped, and returns the :class:`RunState`. Every state
+change is one event-log record (see :mod:`odin_magic.store`); in particular a
+gate evaluation — its history entry, counters, next stage, status and the dry
+script's consumption — is ONE record, so a crash can never leave half of it.
+A crash mid-stage leaves ``current_stage`` unchanged: the stage re-runs on resume.
+
+Threading: one driver at a time per Engine (and per run, across processes,
+through the file lock) plus any number of concurrent readers (``status``,
+``runs``, ``active``). ``request_stop()`` ends the drive after the current
+step; the run stays ``running`` and resumable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import filelock
+
+from . import gates
+from .artifacts import placements, project_relative
+from .catalog import LoopCatalog
+from .errors import ConfigError, NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
+from .events import EngineEvent, Listener
+from .loop import Loop, Stage
+from .state import DryOptions, InterviewSummary, RunState, Usage
+from .store import Loaded, RunHandle, RunStore, command_line
+from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
+from .workers.dry import DryWorker, parse_gate_script
+
+Clock = Callable[[], datetime]
+
+#: An interview runner performs a stage that declares ``interview``; it gets the
+#: engine's session (to record the interview summary) and returns a StageResult.
+InterviewRunner = Callable[["Session", StageJob, Callable[[WorkerEvent], None]], StageResult]
+
+
+class WorkerFailed(OdinError):
+    """A stage could not be completed by its worker; the run stays resumable."""
+
+
+def _local_naive(dt: datetime) -> datetime:
+    return dt.astimezone().replace(tzinfo=None) if dt.tzinfo else dt
+
+
+def _stamp(dt: datetime) -> str:
+    return _local_naive(dt).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+@dataclass
+class Session:
+    """One drive of one run: the locked run, its loop, the worker, what has passed."""
+
+    handle: RunHandle
+    loop: Loop
+    worker: Worker
+    passed: set[str] = field(default_factory=set)
+
+    @property
+    def state(self) -> RunState:
+        return self.handle.state
+
+
+class Engine:
+    def __init__(
+        self,
+        project_dir: Path | str,
+        worker: Worker | None = None,
+        clock: Clock | None = None,
+        listener: Listener | None = None,
+        command: str | None = None,
+        interview_runner: InterviewRunner | None = None,
+    ):
+        self.project_dir = Path(project_dir).resolve()
+        self.store = RunStore(self.project_dir)
+        self.catalog = LoopCatalog(self.project_dir)
+        self.worker = worker
+        self.clock: Clock = clock or datetime.now
+        self.listener = listener
+        self.command = command or command_line()
+        self.interview_runner = interview_runner
+        self._stop = threading.Event()
+        self._drive_lock = threading.Lock()
+        self._view_lock = threading.RLock()
+        self._session: Session | None = None
+
+    # -- public API ---------------------------------------------------------
+
+    def start(self, loop_name: str, task: str, dry: DryOptions | bool | None = None, *, loop: Loop | None = None) -> RunState:
+        """Create a run of ``loop_name`` for ``task`` and drive it. Refused while another run is active."""
+        if not task or not task.strip():
+            raise UsageError("a run needs a task: one line saying what you are building", hint="--task TEXT")
+        if loop is None:
+            loop = self.catalog.load(loop_name)
+        if dry is True:
+            dry = DryOptions()
+        elif dry is False:
+            dry = None
+        if dry is not None:
+            parse_gate_script(",".join(dry.gates), loop)  # every item names a stage of this loop
+            worker: Worker = DryWorker(dry, self._stop)
+        else:
+            worker = self._model_worker()
+        with self._driving():
+            now = self.clock()
+            at = _stamp(now)
+            try:
+                with self.store.project_lock():
+                    active = self._find_active(tell=False)
+                    if active is not None:
+                        raise RunRefused(
+                            f"run {active.run_id} (loop {active.loop}) is still {active.status}; "
+                            "one run per project at a time",
+                            hint="finish it with `odin run` (or `odin approve` at a pause), "
+                            "or give it up with `odin abandon`",
+                        )
+                    run_id = self.store.new_run_id(_local_naive(now), loop.name)
+                    created = {
+                        "run_id": run_id,
+                        "loop": loop.name,
+                        "task": task.strip(),
+                        "started_at": at,
+                        "current_stage": loop.stages[0].id,
+                        "max_iterations": loop.max_iterations,
+                        "dry": dry.model_dump() if dry is not None else None,
+                    }
+                    handle = self.store.create(created, loop.model_dump(mode="json"), at, self.command)
+            except filelock.Timeout:
+                raise RunLocked("another process is creating a run in this project", hint="try again") from None
+            session = Session(handle, loop, worker)
+            self._emit("run_started", session.state, text=f"{loop.name}: {task.strip()}",
+                       data={"dry": dry is not None})
+            return self._drive_session(session)
+
+    def run(self) -> RunState:
+        """Continue the active run; at a pause this approves the paused stage first (seed 000, step 1)."""
+        with self._driving(), self._open_active() as s:
+            if s.state.status == "awaiting_approval":
+                self._approve(s)
+            return self._drive(s)
+
+    def approve(self) -> RunState:
+        with self._driving(), self._open_active() as s:
+            if s.state.status != "awaiting_approval":
+                raise RunRefused(
+                    f"run {s.state.run_id} is not awaiting approval (status {s.state.status})",
+                    hint="`odin run` continues it",
+                )
+            self._approve(s)
+            return self._drive(s)
+
+    def revise(self, feedback: str) -> RunState:
+        """Re-run the paused stage with ``feedback`` handed to its worker, then gate it again."""
+        if not feedback or not feedback.strip():
+            raise UsageError("revise needs feedback: what should change", hint='odin revise "make the spec cover errors"')
+        with self._driving(), self._open_active() as s:
+            if s.state.status != "awaiting_approval":
+                raise RunRefused(
+                    f"run {s.state.run_id} is not paused for review (status {s.state.status}); "
+                    "revise applies to a stage awaiting approval",
+                    hint="`odin step STAGE` re-runs any stage",
+                )
+            self._record(s, "revised", stage=s.state.current_stage,
+                         set={"status": "running", "feedback": feedback.strip()})
+            self._emit("revised", s.state, stage=s.state.current_stage, text=feedback.strip())
+            return self._drive(s)
+
+    def step(self, stage_id: str) -> RunState:
+        """Run exactly one stage and its gate without advancing; current_stage becomes ``stage_id``."""
+        with self._driving(), self._open_active() as s:
+            ids = s.loop.stage_ids()
+            if stage_id not in ids:
+                raise UsageError(f"loop {s.loop.name!r} has no stage {stage_id!r}", hint=f"its stages: {', '.join(ids)}")
+            self._record(s, "step", stage=stage_id, set={"current_stage": stage_id, "status": "running"})
+            if self._check_timeout(s):
+                return self._snapshot(s)
+            self._run_stage(s, s.loop.stage(stage_id), stepping=True)
+            if s.state.status == "awaiting_approval":
+                self._emit("paused", s.state, stage=stage_id, text=self._pause_text(s))
+            return self._snapshot(s)
+
+    def abandon(self) -> RunState:
+        with self._driving(), self._open_active() as s:
+            self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
+            self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
+            return self._snapshot(s)
+
+    def request_stop(self) -> None:
+        """End the current drive after the current step; the run stays running and resumable."""
+        self._stop.set()
+
+    @property
+    def driving(self) -> bool:
+        return self._drive_lock.locked()
+
+    def status(self, run_id: str | None = None) -> RunState:
+        """The run ``run_id``, else the active run, else the latest run."""
+        with self._view_lock:
+            s = self._session
+            if s is not None and (run_id is None or run_id == s.state.run_id):
+                return s.state.model_copy(deep=True)
+        if run_id is not None:
+            return self._read(run_id).state
+        active = self._find_active()
+        if active is not None:
+            return active
+        ids = self.store.run_ids()
+        if not ids:
+            raise NoActiveRun(f"no runs in {self.project_dir}", hint="start one with `odin run LOOP --task TEXT`")
+        return self._read(ids[-1]).state
+
+    def runs(self) -> list[RunState]:
+        """Every run of the project, newest first."""
+        out = []
+        with self._view_lock:
+            live = self._session.state.model_copy(deep=True) if self._session else None
+        for run_id in reversed(self.store.run_ids()):
+            if live is not None and live.run_id == run_id:
+                out.append(live)
+            else:
+                out.append(self._read(run_id).state)
+        return out
+
+    def active(self) -> RunState | None:
+        with self._view_lock:
+            if self._session is not None and self._session.state.active:
+                return self._session.state.model_copy(deep=True)
+        return self._find_active()
+
+    def loop_for(self, run_id: str) -> Loop:
+        """The loop as it was when the run started (the run's own copy)."""
+        return Loop.model_validate(self.store.loop_data(run_id))
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.store.run_dir(run_id)
+
+    def record_interview(self, session: Session, summary: InterviewSummary) -> None:
+        """For an interview runner: persist the interview's convergence (seed 000's write contract)."""
+        self._record(session, "interview", save=True, interview=summary.model_dump())
+
+    # -- opening runs ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _driving(self) -> Iterator[None]:
+        if not self._drive_lock.acquire(blocking=False):
+            s = self._session
+            which = f" run {s.state.run_id}" if s else ""
+            raise RunLocked(f"this engine is already driving{which}", hint="wait for it, or request_stop() first")
+        try:
+            self._stop.clear()
+            yield
+        finally:
+            self._drive_lock.release()
+
+    @contextlib.contextmanager
+    def _open_active(self) -> Iterator[Session]:
+        active = self._find_active(tell=False)  # opening repairs the run and tells, below
+        if active is None:
+            raise NoActiveRun(
+                f"no active run in {self.project_dir}",
+                hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)",
+            )
+        handle, notice = self.store.open(active.run_id, self.command, self._now())
+        try:
+            if not handle.state.active:  # changed between the scan and the lock
+                raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
+            loop = self.loop_for(handle.run_id)
+            worker = self._worker_for(handle.state)
+            session = Session(handle, loop, worker, {e.stage for e in handle.state.history if e.result == "pass"})
+            if notice:
+                self._record(session, "notice", text=notice)
+                self._emit("notice", session.state, text=notice)
+            yield session
+        finally:
+            with self._view_lock:
+                self._session = None
+            handle.close()
+
+    def _find_active(self, tell: bool = True) -> RunState | None:
+        for loaded in self.store.iter_runs():
+            if loaded.state.active:
+                if tell:
+                    self._notice_if(loaded)
+                return loaded.state
+        return None
+
+    def _read(self, run_id: str) -> Loaded:
+        loaded = self.store.load(run_id)
+        self._notice_if(loaded)
+        return loaded
+
+    def _notice_if(self, loaded: Loaded) -> None:
+        if loaded.notice:
+            self._emit("notice", loaded.state, text=loaded.notice)
+
+    def _worker_for(self, state: RunState) -> Worker:
+        if state.dry is not None:
+            return DryWorker(state.dry, self._stop)
+        return self._model_worker()
+
+    def _model_worker(self) -> Worker:
+        if self.worker is None:
+            try:
+                from .config import Settings
+                from .workers.factory import make_worker
+            except ModuleNotFoundError as exc:
+                if exc.name not in ("odin_magic.config", "odin_magic.workers.factory"):
+                    raise
+                raise ConfigError(
+                    "no model worker is configured in this installation",
+                    hint="use --dry for a dry run, or pass a worker to Engine(...)",
+                ) from None
+            self.worker = make_worker(Settings.from_env(), self.project_dir)
+        return self.worker
+
+    # -- the drive ------------------------------------------------------------
+
+    def _drive_session(self, s: Session) -> RunState:
+        try:
+            return self._drive(s)
+        finally:
+            with self._view_lock:
+                self._session = None
+            s.handle.close()
+
+    def _drive(self, s: Session) -> RunState:
+        with self._view_lock:
+            self._session = s
+        while True:
+            st = s.state
+            if st.status == "awaiting_approval":
+                if st.dry is not None and st.dry.approve_all:
+                    self._approve(s)
+                    continue
+                self._emit("paused", st, stage=st.current_stage, text=self._pause_text(s))
+                break
+            if st.status != "running":
+                break
+            if self._stop.is_set():
+                self._emit("stopped", st, stage=st.current_stage,
+                           text=f"stopped before stage {st.current_stage}; `odin run` resumes the run")
+                break
+            if self._check_timeout(s):
+                break
+            self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
+        return self._snapshot(s)
+
+    def _perform(self, s: Session, stage: Stage, job: StageJob, sink: Callable[[WorkerEvent], None]) -> StageResult:
+        """The one place a stage's work is done: interview stages go to the interview runner when set."""
+        if stage.interview is not None and self.interview_runner is not None:
+            return self.interview_runner(s, job, sink)
+        return s.worker.perform(job, sink)
+
+    def _run_stage(self, s: Session, stage: Stage, stepping: bool) -> None:
+        st = s.state
+        run_dir = s.handle.run_dir
+        agent = stage.resolved_agent
+        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
+        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        for p in produces.values():
+            (p.path if p.is_dir else p.path.parent).mkdir(parents=True, exist_ok=True)
+        last_failure = st.history[-1].reason if st.history and st.history[-1].result == "fail" else None
+        job = StageJob(
+            loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=self.project_dir,
+            run_dir=run_dir, agent=agent, consumes={k: v.path for k, v in consumes.items()},
+            produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
+            last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
+        )
+
+        def sink(ev: WorkerEvent) -> None:
+            self._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
+
+        self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
+                   data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
+        try:
+            result = self._perform(s, stage, job, sink)
+        except WorkerError as exc:
+            self._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {exc}")
+            raise WorkerFailed(
+                f"stage {stage.id!r} of run {st.run_id} could not be completed: {exc}",
+                hint="the run is still running; `odin run` retries the stage",
+            ) from None
+        if self._add_usage(s, stage.id, result.usage):
+            return
+
+        def judge_job(commands) -> JudgeJob:
+            return JudgeJob(
+                loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=self.project_dir,
+                run_dir=run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
+            )
+
+        def on_command(ev) -> None:
+            self._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
+                       data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
+
+        run_commands = st.dry is None or st.dry.run_commands
+        try:
+            outcome = gates.evaluate(
+                stage, produces, judge_job, s.worker, sink,
+                env=gates.command_env(self.project_dir, run_dir, st.run_id, stage.id),
+                cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
+            )
+        except WorkerError as exc:
+            self._emit("stopped", st, stage=stage.id, text=f"the judge of stage {stage.id} failed: {exc}")
+            raise WorkerFailed(
+                f"the gate of stage {stage.id!r} could not be judged: {exc}",
+                hint="the run is still running; `odin run` re-runs the stage and its gate",
+            ) from None
+        if outcome.verdict is not None:
+            self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.verdict.passed else "fail",
+                       data=outcome.verdict.model_dump())
+        if self._add_usage(s, stage.id, outcome.judge_usage):
+            return
+        at = self._now()
+        number = len(st.history) + 1
+        evidence = gates.save_evidence(run_dir, number, stage.id, outcome, at)
+        produced = {
+            entry: project_relative(p.path, self.project_dir, p.is_dir)
+            for entry, p in produces.items() if p.exists()
+        }
+        self._record_gate(s, stage, outcome.passed, outcome.reason, evidence, produced, stepping, at)
+
+    def _record_gate(self, s: Session, stage: Stage, passed: bool, reason: str | None,
+                     evidence: str, produced: dict[str, str], stepping: bool, at: str) -> None:
+        st = s.state
+        agent = stage.resolved_agent
+        entry: dict[str, Any] = {"stage": stage.id, "result": "pass" if passed else "fail",
+                                 "gate": "ai-pending" if stage.gate.pauses else "ai", "at": at}
+        if agent.fresh:
+            entry["agent"] = agent.label
+        if not passed:
+            entry["reason"] = reason
+        entry["evidence"] = evidence
+        changes: dict[str, Any] = {"feedback": None}
+        if produced:
+            changes["artifacts"] = produced
+        if st.dry is not None and isinstance(s.worker, DryWorker):
+            changes["dry_gates"] = s.worker.remaining_gates
+        follow = None
+        if passed:
+            if stage.id not in s.passed:
+                changes["no_progress"] = 0
+            if stage.gate.pauses:
+                changes.update(status="awaiting_approval", current_stage=stage.id)
+            elif stepping:
+                changes.update(status="running", current_stage=stage.id)
+            else:
+                nxt = s.loop.next_stage_id(stage.id)
+                if nxt is None:
+                    changes.update(status="done", ended_at=at)
+                    follow = "done"
+                else:
+                    changes["current_stage"] = nxt
+        else:
+            count = st.iterations.get(stage.id, 0) + 1
+            total = st.total_iterations + 1
+            stuck = st.no_progress + 1
+            changes.update(iterations={stage.id: count}, total_iterations=total, no_progress=stuck)
+            if total > st.max_iterations:
+                changes.update(status="failed", ended_at=at, failure_reason=(
+                    f"total_iterations {total} exceeded max_iterations {st.max_iterations}; "
+                    f"blocked at stage {stage.id}: {reason}"))
+                follow = "failed"
+            elif s.loop.max_no_progress and stuck >= s.loop.max_no_progress:
+                changes.update(status="failed", ended_at=at, failure_reason=(
+                    f"no progress: {stuck} consecutive loopbacks without a new gate passing "
+                    f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
+                follow = "failed"
+            else:
+                changes["current_stage"] = stage.gate.on_fail or stage.id
+        self._record(s, "gate", stage=stage.id, entry=entry, set=changes)
+        if passed:
+            s.passed.add(stage.id)
+            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence})
+        else:
+            self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
+                       data={"evidence": evidence, "next_stage": s.state.current_stage,
+                             "iterations": s.state.iterations.get(stage.id, 0)})
+        if follow == "done":
+            self._emit("done", s.state, text=f"run {st.run_id} done")
+        elif follow == "failed":
+            self._emit("failed", s.state, stage=stage.id, text=s.state.failure_reason or "")
+
+    def _approve(self, s: Session) -> None:
+        st = s.state
+        stage = s.loop.stage(st.current_stage)
+        at = self._now()
+        entry: dict[str, Any] = {"stage": stage.id, "result": "pass", "gate": "approved", "at": at}
+        if stage.resolved_agent.fresh:
+            entry["agent"] = stage.resolved_agent.label
+        nxt = s.loop.next_stage_id(stage.id)
+        changes: dict[str, Any] = {"feedback": None}
+        if nxt is None:
+            changes.update(status="done", ended_at=at)
+        else:
+            changes.update(status="running", current_stage=nxt)
+        self._record(s, "approved", stage=stage.id, entry=entry, set=changes)
+        self._emit("approved", s.state, stage=stage.id, text=f"{stage.id} approved")
+        if nxt is None:
+            self._emit("done", s.state, text=f"run {st.run_id} done")
+
+    # -- termination ------------------------------------------------------------
+
+    def _fail(self, s: Session, reason: str, stage: str | None = None) -> None:
+        self._record(s, "failed", stage=stage, set={"status": "failed", "failure_reason": reason, "ended_at": self._now()})
+        self._emit("failed", s.state, stage=stage, text=reason)
+
+    def _check_timeout(self, s: Session) -> bool:
+        limit = s.loop.timeout_seconds
+        if not limit:
+            return False
+        started = datetime.fromisoformat(s.state.started_at)
+        elapsed = (_local_naive(self.clock()) - started).total_seconds()
+        if elapsed <= limit:
+            return False
+        self._fail(s, f"timed out: the run has taken {elapsed:.0f} s, more than timeout_seconds {limit:g}",
+                   s.state.current_stage)
+        return True
+
+    def _add_usage(self, s: Session, stage_id: str, usage: Usage) -> bool:
+        """Record usage; True when it put the run over budget (the run is then failed)."""
+        if usage == Usage():
+            return False
+        self._record(s, "usage", save=False, stage=stage_id, usage=usage.model_dump())
+        total = s.state.usage.total
+        self._emit("usage", s.state, stage=stage_id, data={"stage": usage.model_dump(), "total": total.model_dump()})
+        budget = s.loop.budget
+        if budget is None:
+            return False
+        reason = None
+        if budget.max_tokens is not None and total.total_tokens > budget.max_tokens:
+            reason = f"over budget: {total.total_tokens} tokens used, budget max_tokens {budget.max_tokens}"
+        elif budget.max_usd is not None and total.cost_usd > budget.max_usd:
+            reason = f"over budget: ${total.cost_usd:.4f} spent, budget max_usd {budget.max_usd:g}"
+        if reason is None:
+            return False
+        self._fail(s, reason, stage_id)
+        return True
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _now(self) -> str:
+        return _stamp(self.clock())
+
+    def _record(self, s: Session, type: str, save: bool = True, **fields: Any) -> None:
+        with self._view_lock:
+            s.handle.record(type, self._now(), save=save, **fields)
+
+    def _snapshot(self, s: Session) -> RunState:
+        with self._view_lock:
+            return s.state.model_copy(deep=True)
+
+    def _pause_text(self, s: Session) -> str:
+        return (f"✅ {s.state.current_stage} gate passed; awaiting approval: "
+                "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback")
+
+    def _emit(self, kind: str, state: RunState, stage: str | None = None, text: str = "",
+              data: dict[str, Any] | None = None) -> None:
+        if self.listener is None:
+            return
+        try:
+            self.listener(EngineEvent(kind=kind, run_id=state.run_id, stage=stage, text=text, data=data or {}))
+        except Exception as exc:  # a broken live view must not break the run
+            print(f"odin: event listener failed on {kind!r}: {exc!r}", file=sys.stderr)
+
+
+def simulate(project_dir: Path | str, loop_name: str, gate_spec: str | None = None,
+             listener: Listener | None = None) -> dict[str, Any]:
+    """Dry-run ``loop_name`` (resolved in ``project_dir``) in a throwaway directory, approving every human gate."""
+    loop = LoopCatalog(Path(project_dir)).load(loop_name)
+    script = parse_gate_script(gate_spec, loop)
+    with tempfile.TemporaryDirectory(prefix="odin-simulate-") as tmp:
+        engine = Engine(tmp, listener=listener, command="odin simulate")
+        state = engine.start(loop.name, f"simulate {loop.name}", dry=DryOptions(gates=script, approve_all=True), loop=loop)
+    return {
+        "path": [e.stage for e in state.history if e.gate != "approved"],
+        "status": state.status,
+        "iterations": state.iterations,
+        "total_iterations": state.total_iterations,
+        "history": [e.model_dump(mode="json", exclude_none=True) for e in state.history],
+        **({"failure_reason": state.failure_reason} if state.failure_reason else {}),
+    }

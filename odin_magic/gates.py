@@ -1,0 +1,167 @@
+"""Gate evaluation, in order: produces exist -> ``gate.run`` commands -> the judge.
+
+A missing artifact or a failing command fails the gate and the judge is not
+consulted, so no judge can overrule a command. The evidence of every
+evaluation (what was missing, each command's exit code and output tails, the
+verdict) is written to one JSON file in the run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .artifacts import Placement
+from .loop import GateCommand, Stage
+from .state import Usage
+from .store import write_atomic
+from .workers.base import CommandEvidence, EventSink, JudgeJob, Verdict, Worker
+
+DEFAULT_COMMAND_TIMEOUT = 600.0
+TAIL_CHARS = 4000
+
+
+@dataclass
+class GateOutcome:
+    passed: bool
+    reason: str | None  # why it failed (None on a pass)
+    missing: list[str] = field(default_factory=list)
+    commands: list[CommandEvidence] = field(default_factory=list)
+    commands_skipped: bool = False
+    verdict: Verdict | None = None  # None when the judge was not consulted
+    judge_usage: Usage = field(default_factory=Usage)
+
+    def evidence(self, stage_id: str, number: int, at: str) -> dict:
+        return {
+            "stage": stage_id,
+            "evaluation": number,
+            "at": at,
+            "passed": self.passed,
+            "reason": self.reason,
+            "missing": self.missing,
+            "commands": [asdict(c) for c in self.commands],
+            "commands_skipped": self.commands_skipped,
+            "verdict": self.verdict.model_dump() if self.verdict else None,
+            "judged": self.verdict is not None,
+        }
+
+
+def _tail(f) -> str:
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - TAIL_CHARS * 4))
+    text = f.read().decode("utf-8", errors="replace")
+    return text[-TAIL_CHARS:]
+
+
+def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ODIN_PROJECT_DIR=str(project_dir),
+        ODIN_RUN_DIR=str(run_dir),
+        ODIN_RUN_ID=run_id,
+        ODIN_STAGE=stage_id,
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
+    return env
+
+
+def run_command(command: GateCommand, cwd: Path, env: dict[str, str]) -> CommandEvidence:
+    """Run one shell command; on timeout kill its whole process group."""
+    timeout = command.timeout or DEFAULT_COMMAND_TIMEOUT
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                command.cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True,
+            )
+        except OSError as exc:
+            return CommandEvidence(command.cmd, None, False, 0.0, "", f"could not start: {exc}")
+        timed_out = False
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            code = None
+        finally:
+            if proc.returncode is None:  # interrupted (e.g. KeyboardInterrupt): leave nothing behind
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        stderr = _tail(err)
+        if timed_out:
+            stderr = (stderr + f"\n[odin] killed after {timeout:g} s (timeout)").lstrip("\n")
+        return CommandEvidence(
+            cmd=command.cmd, exit_code=code, timed_out=timed_out,
+            duration_s=round(time.monotonic() - started, 3), stdout_tail=_tail(out), stderr_tail=stderr,
+        )
+
+
+def _describe_failure(ev: CommandEvidence) -> str:
+    if ev.timed_out:
+        return f"gate command `{ev.cmd}` timed out"
+    if ev.exit_code is None:
+        return f"gate command `{ev.cmd}` could not start: {ev.stderr_tail.strip()}"
+    last = (ev.stderr_tail.strip() or ev.stdout_tail.strip()).splitlines()[-1:] or [""]
+    detail = f": {last[0][:200]}" if last[0] else ""
+    return f"gate command `{ev.cmd}` exited {ev.exit_code}{detail}"
+
+
+def evaluate(
+    stage: Stage,
+    produces: dict[str, Placement],
+    judge_job: Callable[[list[CommandEvidence]], JudgeJob],
+    worker: Worker,
+    sink: EventSink,
+    env: dict[str, str],
+    cwd: Path,
+    run_commands: bool = True,
+    on_command: Callable[[CommandEvidence], None] | None = None,
+) -> GateOutcome:
+    """Evaluate ``stage``'s gate. The judge is consulted only when (a) and (b) pass."""
+    missing = [entry for entry, p in produces.items() if not p.exists()]
+    if missing:
+        return GateOutcome(False, "missing produces: " + ", ".join(missing), missing=missing)
+    evidence: list[CommandEvidence] = []
+    if run_commands:
+        for command in stage.gate.commands:
+            ev = run_command(command, cwd, env)
+            evidence.append(ev)
+            if on_command:
+                on_command(ev)
+            if not ev.ok:
+                return GateOutcome(False, _describe_failure(ev), commands=evidence)
+    result = worker.judge(judge_job(evidence), sink)
+    verdict = result.verdict
+    reason = None
+    if not verdict.passed:
+        reason = "; ".join(verdict.blocking or verdict.reasons) or "the judge found the check unmet"
+    return GateOutcome(
+        verdict.passed, reason, commands=evidence, commands_skipped=not run_commands and bool(stage.gate.commands),
+        verdict=verdict, judge_usage=result.usage,
+    )
+
+
+def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> str:
+    """Write the evidence file; returns its run-dir-relative path (for the history entry)."""
+    rel = f"gates/{number:04d}-{stage_id}.json"
+    path = run_dir / rel
+    path.parent.mkdir(exist_ok=True)
+    write_atomic(path, json.dumps(outcome.evidence(stage_id, number, at), indent=1, ensure_ascii=False))
+    return rel

@@ -1,0 +1,137 @@
+"""Text renderings of runs, shared by the CLI and the notebook front end.
+
+``render_status`` is seed 000's ``status``: loop, task, current stage, status,
+iteration counts, and the stages as a checklist (✅ passed / 🔄 looped /
+⏸ awaiting / ⬜ not started), plus the interview convergence when present.
+"""
+
+from __future__ import annotations
+
+from .events import EngineEvent
+from .loop import Loop
+from .state import RunState
+
+PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
+STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "done": "✅", "failed": "❌", "abandoned": "✖"}
+
+
+def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
+    """(mark, stage id, note) for every stage, in loop order (history order without the loop)."""
+    ids = loop.stage_ids() if loop else list(dict.fromkeys(e.stage for e in state.history))
+    last: dict[str, str] = {}
+    for e in state.history:
+        last[e.stage] = e.result
+    out = []
+    for sid in ids:
+        loops = state.iterations.get(sid, 0)
+        note = f"looped {loops}×" if loops else ""
+        if state.status == "awaiting_approval" and sid == state.current_stage:
+            mark = AWAITING
+            note = "awaiting approval" + (f", {note}" if note else "")
+        elif last.get(sid) == "pass":
+            mark = PASSED
+        elif last.get(sid) == "fail":
+            mark = LOOPED
+        else:
+            mark = NOT_STARTED
+            if state.active and sid == state.current_stage:
+                note = "next" + (f", {note}" if note else "")
+        out.append((mark, sid, note))
+    return out
+
+
+def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10) -> str:
+    lines = [
+        f"run      {state.run_id}" + ("  (dry run)" if state.dry is not None else ""),
+        f"loop     {state.loop}",
+        f"task     {state.task}",
+        f"status   {STATUS_MARK.get(state.status, '')} {state.status}",
+        f"stage    {state.current_stage}",
+        f"loops    {state.total_iterations}/{state.max_iterations}"
+        + ("  (" + ", ".join(f"{k} {v}" for k, v in state.iterations.items()) + ")" if state.iterations else ""),
+    ]
+    if state.failure_reason:
+        lines.append(f"reason   {state.failure_reason}")
+    total = state.usage.total
+    if total.total_tokens or total.cost_usd:
+        lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
+    if state.interview is not None:
+        iv = state.interview
+        converged = "converged" if iv.ambiguity <= iv.threshold else "not yet"
+        lines.append(
+            f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({converged})"
+        )
+        if iv.topology:
+            lines.append("         topology: " + ", ".join(iv.topology))
+    lines.append("")
+    for mark, sid, note in stage_marks(state, loop):
+        lines.append(f"  {mark} {sid}" + (f"  — {note}" if note else ""))
+    if state.history:
+        shown = state.history[-history_tail:] if history_tail else state.history
+        skipped = len(state.history) - len(shown)
+        lines.append("")
+        lines.append(f"history ({len(state.history)} entries" + (f", last {len(shown)}" if skipped else "") + ")")
+        for e in shown:
+            mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
+            extra = f" [{e.agent}]" if e.agent else ""
+            why = f" — {e.reason}" if e.reason else ""
+            lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
+    return "\n".join(lines)
+
+
+def render_runs(states: list[RunState]) -> str:
+    if not states:
+        return "no runs yet — start one with `odin run LOOP --task TEXT`"
+    rows = [("", "run", "status", "stage", "loops", "task")]
+    for s in states:
+        rows.append((
+            "*" if s.active else "",
+            s.run_id + (" (dry)" if s.dry is not None else ""),
+            s.status,
+            s.current_stage,
+            f"{s.total_iterations}/{s.max_iterations}",
+            s.task if len(s.task) <= 50 else s.task[:47] + "...",
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5] for r in rows
+    ).rstrip()
+
+
+def format_event(event: EngineEvent) -> str | None:
+    """One line for a live view, or None for events not worth a line."""
+    k, st, text = event.kind, event.stage, event.text
+    if k == "run_started":
+        return f"▶ run {event.run_id} started ({text})"
+    if k == "stage_started":
+        agent = event.data.get("agent")
+        how = f" [{agent}]" if agent and agent != "inline" else ""
+        step = " (step)" if event.data.get("step") else ""
+        return f"▶ {st}{how}{step}"
+    if k == "worker":
+        return f"    {event.data.get('kind', 'text')}: {text}"
+    if k == "gate_command":
+        d = event.data
+        result = "timed out" if d.get("timed_out") else f"exit {d.get('exit_code')}"
+        return f"    $ {text}  → {result} ({d.get('duration_s', 0):.1f}s)"
+    if k == "gate_passed":
+        return f"  {PASSED} {st} gate passed ({text})"
+    if k == "gate_failed":
+        return f"  {LOOPED} {st} gate failed: {text} → {event.data.get('next_stage')}"
+    if k == "paused":
+        return text
+    if k == "approved":
+        return f"  {PASSED} {text}"
+    if k == "revised":
+        return f"↻ {st}: revising with feedback: {text}"
+    if k == "stopped":
+        return f"■ {text}"
+    if k == "done":
+        return f"✅ {text}"
+    if k == "failed":
+        return f"❌ run failed: {text}"
+    if k == "abandoned":
+        return f"✖ {text}"
+    if k == "notice":
+        return f"note: {text}"
+    return None

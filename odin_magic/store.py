@@ -1,0 +1,422 @@
+"""Run storage: run dirs, the append-only event log, state.json, and locks.
+
+Layout (see ``docs/engine.md``)::
+
+    <project>/.odin-loop/
+        .gitignore              "*" (custom loops in loops/ are re-included)
+        project.lock            held while a run is created
+        runs/<run-id>/
+            events.jsonl        the authoritative, append-only event log
+            state.json          a cache: the fold of the log up to ``log_seq``
+            loop.json           the loop as it was when the run started
+            driver.lock         held by the one process driving the run
+            driver.json         who holds driver.lock (pid, host, command, since)
+            gates/<n>-<stage>.json   evidence of each gate evaluation
+
+Every record of the log is one JSON line ``{"seq", "at", "type", ...}`` written
+with flush + fsync. The run's state is a pure fold of the records
+(:func:`apply`); state.json is replaced atomically and carries ``log_seq``, so a
+state.json that is missing, corrupt or behind the log is rebuilt from it. A
+torn last line (a crash in the middle of an append) is ignored by readers and
+cut off by the next driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import filelock
+
+from .errors import OdinError, RunLocked
+from .state import DryOptions, HistoryEntry, InterviewSummary, RunState, Usage
+
+LOG_NAME = "events.jsonl"
+STATE_NAME = "state.json"
+LOOP_NAME = "loop.json"
+GITIGNORE_TEXT = (
+    "# Written by odin-magic: run scaffolding never leaks into a commit.\n"
+    "*\n"
+    "!.gitignore\n"
+    "# custom loops are yours to commit\n"
+    "!loops/\n"
+    "!loops/**\n"
+)
+
+#: state fields an event may set through its ``set`` object (``iterations`` and
+#: ``artifacts`` are merged key by key; ``dry_gates`` replaces the dry script).
+SETTABLE = (
+    "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates",
+)
+
+
+class RunCorrupt(OdinError):
+    """An event log that cannot be read (not a torn last line: damage in the middle)."""
+
+
+class RunNotFound(OdinError):
+    pass
+
+
+# -- the fold ---------------------------------------------------------------
+
+
+def apply(state: RunState | None, record: dict[str, Any]) -> RunState:
+    """Fold one event-log record into ``state`` (mutated and returned)."""
+    kind = record["type"]
+    if kind == "created":
+        dry = record.get("dry")
+        state = RunState(
+            run_id=record["run_id"],
+            loop=record["loop"],
+            task=record["task"],
+            started_at=record["started_at"],
+            current_stage=record["current_stage"],
+            max_iterations=record["max_iterations"],
+            dry=DryOptions.model_validate(dry) if dry is not None else None,
+        )
+    elif state is None:
+        raise RunCorrupt(f"event log starts with {kind!r}, not 'created'")
+    for key, value in (record.get("set") or {}).items():
+        if key == "iterations":
+            state.iterations.update(value)
+        elif key == "artifacts":
+            state.artifacts.update(value)
+        elif key == "dry_gates":
+            if state.dry is not None:
+                state.dry.gates = list(value)
+        elif key in SETTABLE:
+            setattr(state, key, value)
+    if "usage" in record:
+        state.usage = state.usage.add(record.get("stage") or "-", Usage.model_validate(record["usage"]))
+    if "entry" in record:
+        state.history.append(HistoryEntry.model_validate(record["entry"]))
+    if "interview" in record:
+        state.interview = InterviewSummary.model_validate(record["interview"])
+    state.log_seq = record["seq"]
+    return state
+
+
+def fold(records: list[dict[str, Any]], state: RunState | None = None) -> RunState | None:
+    for record in records:
+        state = apply(state, record)
+    return state
+
+
+# -- the log ----------------------------------------------------------------
+
+
+def read_log(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
+    """All complete records, the byte length they span, and whether a torn tail follows."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], 0, False
+    end = data.rfind(b"\n") + 1
+    records = []
+    for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1):
+        try:
+            records.append(json.loads(line))
+        except ValueError as exc:
+            raise RunCorrupt(
+                f"{path}: line {lineno} is not a valid event record ({exc})",
+                hint="the log is append-only; restore it from a backup or abandon the run",
+            ) from None
+    return records, end, end != len(data)
+
+
+def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
+    """The last complete record of a log, reading from its end only."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with f:
+        pos = f.seek(0, os.SEEK_END)
+        buf = b""
+        while pos > 0:
+            n = min(block, pos)
+            pos -= n
+            f.seek(pos)
+            buf = f.read(n) + buf
+            end = buf.rfind(b"\n")
+            if end == -1:
+                continue
+            start = buf.rfind(b"\n", 0, end)
+            if start == -1 and pos > 0:
+                continue
+            try:
+                return json.loads(buf[start + 1 : end])
+            except ValueError:
+                return None
+    return None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- reading a run ----------------------------------------------------------
+
+
+@dataclass
+class Loaded:
+    state: RunState
+    notice: str | None = None  # set when state.json had to be rebuilt from the log
+
+
+def load_run(run_dir: Path) -> Loaded:
+    """Read a run's state without writing anything (safe while another process drives it)."""
+    log_path = run_dir / LOG_NAME
+    last = last_record(log_path)
+    if last is None:
+        raise RunNotFound(f"{run_dir} holds no run (its event log is missing or empty)")
+    cached: RunState | None = None
+    problem = None
+    try:
+        cached = RunState.model_validate_json((run_dir / STATE_NAME).read_bytes())
+    except FileNotFoundError:
+        problem = "state.json was missing"
+    except ValueError:
+        problem = "state.json was corrupt"
+    if cached is not None:
+        if cached.log_seq == last["seq"]:
+            return Loaded(cached)
+        if cached.log_seq < last["seq"]:
+            records, _, _ = read_log(log_path)
+            state = fold([r for r in records if r["seq"] > cached.log_seq], cached)
+            return Loaded(
+                state,
+                f"state.json of run {state.run_id} was behind its event log "
+                f"(seq {cached.log_seq} < {last['seq']}); brought up to date from the log",
+            )
+        problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
+    records, _, _ = read_log(log_path)
+    state = fold(records)
+    assert state is not None
+    return Loaded(state, f"{problem}; run {state.run_id} rebuilt from its event log ({len(records)} events)")
+
+
+# -- locks ------------------------------------------------------------------
+
+
+def _holder_text(sidecar: Path) -> str:
+    try:
+        info = json.loads(sidecar.read_text(encoding="utf-8"))
+        return (
+            f"pid {info.get('pid')} on {info.get('host')} "
+            f"(`{info.get('command')}`) since {info.get('since')}"
+        )
+    except (OSError, ValueError):
+        return "another process (its details could not be read)"
+
+
+class RunLock:
+    """The one-driver-per-run lock, with a sidecar naming the holder."""
+
+    def __init__(self, run_dir: Path, run_id: str):
+        self.run_id = run_id
+        self.sidecar = run_dir / "driver.json"
+        self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
+
+    def acquire(self, command: str, since: str) -> None:
+        try:
+            self._lock.acquire(timeout=0)
+        except filelock.Timeout:
+            raise RunLocked(
+                f"run {self.run_id} is being driven by {_holder_text(self.sidecar)}",
+                hint="only one process drives a run at a time: wait for it to pause or finish, or stop it there",
+            ) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": since}
+        write_atomic(self.sidecar, json.dumps(info))
+
+    def release(self) -> None:
+        try:
+            self.sidecar.unlink(missing_ok=True)
+        finally:
+            self._lock.release()
+
+
+# -- a run held by its driver ----------------------------------------------
+
+
+class RunHandle:
+    """A run opened for driving: holds the run lock and appends to the log."""
+
+    def __init__(self, run_dir: Path, state: RunState, lock: RunLock):
+        self.run_dir = run_dir
+        self.state = state
+        self._lock = lock
+        self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
+        self._saved_seq = state.log_seq if state is not None else 0
+        self.closed = False
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    def record(self, type: str, at: str, *, save: bool = True, **fields: Any) -> dict[str, Any]:
+        """Append one event (flush + fsync), fold it into the state, and save state.json."""
+        record = {"seq": self.state.log_seq + 1, "at": at, "type": type, **fields}
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._log.write(line.encode("utf-8"))
+        os.fsync(self._log.fileno())
+        apply(self.state, record)
+        if save:
+            self.save()
+        return record
+
+    def save(self) -> None:
+        write_atomic(self.run_dir / STATE_NAME, json.dumps(self.state.to_json(), ensure_ascii=False, indent=1))
+        self._saved_seq = self.state.log_seq
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.state is not None and self._saved_seq != self.state.log_seq:
+                self.save()
+        finally:
+            try:
+                self._log.close()
+            finally:
+                self._lock.release()
+
+
+# -- the store --------------------------------------------------------------
+
+
+class RunStore:
+    def __init__(self, project_dir: Path):
+        self.project_dir = Path(project_dir).resolve()
+        self.root = self.project_dir / ".odin-loop"
+        self.runs_dir = self.root / "runs"
+
+    def ensure_layout(self) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        gitignore = self.root / ".gitignore"
+        if not gitignore.exists():
+            write_atomic(gitignore, GITIGNORE_TEXT)
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def run_ids(self) -> list[str]:
+        """Ids of every run with a started event log, oldest first."""
+        if not self.runs_dir.is_dir():
+            return []
+        ids = []
+        for d in self.runs_dir.iterdir():
+            log = d / LOG_NAME
+            if d.is_dir() and log.is_file() and last_record(log) is not None:
+                ids.append(d.name)
+        return sorted(ids)
+
+    def load(self, run_id: str) -> Loaded:
+        d = self.run_dir(run_id)
+        if not (d / LOG_NAME).is_file():
+            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
+        return load_run(d)
+
+    def iter_runs(self) -> Iterator[Loaded]:
+        for run_id in self.run_ids():
+            try:
+                yield self.load(run_id)
+            except RunNotFound:
+                continue
+
+    def project_lock(self) -> filelock.FileLock:
+        self.ensure_layout()
+        return filelock.FileLock(str(self.root / "project.lock"), timeout=30, thread_local=False)
+
+    def new_run_id(self, started: datetime, loop_name: str) -> str:
+        base = f"{started:%Y%m%d-%H%M%S}-{loop_name}"
+        run_id, n = base, 1
+        while True:
+            d = self.run_dir(run_id)
+            if not d.exists() or last_record(d / LOG_NAME) is None:
+                return run_id  # free, or a creation that crashed before its first event
+            n += 1
+            run_id = f"{base}-{n}"
+
+    def create(self, created: dict[str, Any], loop_data: dict, at: str, command: str) -> RunHandle:
+        """Create a run from its ``created`` event; the caller holds the project lock."""
+        run_id = created["run_id"]
+        d = self.run_dir(run_id)
+        d.mkdir(parents=True, exist_ok=True)
+        for stale in (LOG_NAME, STATE_NAME):
+            (d / stale).unlink(missing_ok=True)
+        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1))
+        (d / LOG_NAME).touch()
+        _fsync_dir(d)
+        lock = RunLock(d, run_id)
+        lock.acquire(command, at)
+        handle = RunHandle(d, None, lock)  # type: ignore[arg-type]
+        # the first record is folded from nothing
+        record = {"seq": 1, "at": at, "type": "created", **created}
+        handle._log.write((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
+        os.fsync(handle._log.fileno())
+        handle.state = apply(None, record)
+        handle.save()
+        _fsync_dir(self.runs_dir)
+        return handle
+
+    def open(self, run_id: str, command: str, at: str) -> tuple[RunHandle, str | None]:
+        """Open a run for driving: take its lock, cut a torn tail, repair state.json."""
+        d = self.run_dir(run_id)
+        if not (d / LOG_NAME).is_file():
+            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
+        lock = RunLock(d, run_id)
+        lock.acquire(command, at)
+        try:
+            log_path = d / LOG_NAME
+            notices = []
+            records, good, torn = read_log(log_path)
+            if torn:
+                with open(log_path, "r+b") as f:
+                    f.truncate(good)
+                    os.fsync(f.fileno())
+                notices.append("the event log ended in a torn record (a crash mid-write); it was cut off")
+            loaded = load_run(d)
+            if loaded.notice:
+                notices.append(loaded.notice)
+            handle = RunHandle(d, loaded.state, lock)
+        except BaseException:
+            lock.release()
+            raise
+        return handle, "; ".join(notices) or None
+
+    def loop_data(self, run_id: str) -> dict:
+        return json.loads((self.run_dir(run_id) / LOOP_NAME).read_text(encoding="utf-8"))
+
+
+def command_line() -> str:
+    """What this process was started as, for driver.json."""
+    argv = [os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]
+    return " ".join(argv)[:200]
