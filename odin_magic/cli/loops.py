@@ -1,0 +1,197 @@
+"""``odin validate``, ``odin schema``, ``odin list`` and ``odin show``: the commands that read loop definitions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..catalog import LoopCatalog
+from ..errors import UsageError
+from ..loop import Loop, loop_json_schema
+from ..validation import ValidationReport, reports_to_json, validate_file
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="check loop YAML files",
+        description="Check loop YAML files. Exit 0: all valid (warnings allowed); 1: a blocking error; "
+        "2: a file is missing or unreadable.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="loop YAML file(s)")
+    p.add_argument(
+        "--schedulable",
+        action="store_true",
+        help="also require a loop that never pauses for a person (every gate 'ai', no interview)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.set_defaults(handler=cmd_validate)
+
+    p = subparsers.add_parser(
+        "schema",
+        help="print the JSON Schema of the loop format",
+        description="Print the JSON Schema of the loop format, generated from the pydantic model.",
+    )
+    p.set_defaults(handler=cmd_schema)
+
+    p = subparsers.add_parser(
+        "list",
+        help="list the loops a name can resolve to",
+        description="List the project's loops (.odin-loop/loops/) and the built-in loops.",
+    )
+    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: the current one)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_list)
+
+    p = subparsers.add_parser(
+        "show",
+        help="show a loop's stages, gates, roles and loopbacks",
+        description="Show a loop's stages in order with their gate modes, roles and on_fail loopbacks.",
+    )
+    p.add_argument("loop", metavar="LOOP", help="a loop name, or the path of a loop YAML file")
+    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: the current one)")
+    p.set_defaults(handler=cmd_show)
+
+
+def schema_text() -> str:
+    """The text of ``loops/loop.schema.json``: the generated schema, pretty-printed."""
+    return json.dumps(loop_json_schema(), indent=2) + "\n"
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(schema_text())
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    for raw in args.paths:  # usage errors first, before any report
+        path = Path(raw)
+        if not path.is_file():
+            raise UsageError(
+                f"{raw}: " + ("not a file" if path.exists() else "no such file"),
+                hint="give the path of a loop .yaml file",
+            )
+    reports = [validate_file(path, schedulable=args.schedulable) for path in args.paths]
+    if args.json:
+        print(reports_to_json(reports))
+    else:
+        for report in reports:
+            print(report.format())
+        if len(reports) > 1:
+            bad = sum(not r.ok for r in reports)
+            print(f"{len(reports)} file(s) checked, {bad} invalid")
+    return 0 if all(r.ok for r in reports) else 1
+
+
+def _project(args: argparse.Namespace) -> Path:
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"{args.project}: no such project directory", hint="pass an existing directory to --project")
+    return project
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    catalog = LoopCatalog(_project(args))
+    entries = catalog.entries()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "project": str(catalog.project_dir.resolve()),
+                    "loops": [e.to_dict() for e in entries],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    if not entries:
+        print("no loops found")
+        return 0
+    width = max(len(e.name) for e in entries)
+    for e in entries:
+        source = "project (overrides built-in)" if e.overrides_builtin else e.source
+        status = "valid" if e.valid else f"INVALID ({e.error_count} error(s))"
+        stages = f"{e.stage_count} stages" if e.stage_count is not None else "? stages"
+        print(f"{e.name:<{width}}  {stages:<9}  {source}  {status}")
+        if e.description:
+            print(f"{'':<{width}}  {e.description}")
+    return 0
+
+
+def _agent_text(stage) -> str:
+    agent = stage.resolved_agent
+    return f"{agent.label} ({'fresh' if agent.fresh else 'inline'})"
+
+
+def render_loop(loop: Loop, source: str) -> str:
+    """A plain-text picture of a loop: its stages in order, gates, roles and loopbacks."""
+    lines = [f"{loop.name}" + (f" (version {loop.version})" if loop.version is not None else "")]
+    if loop.description:
+        lines.append(f"  {loop.description.strip()}")
+    limits = [f"max_iterations {loop.max_iterations}"]
+    if loop.max_no_progress:
+        limits.append(f"max_no_progress {loop.max_no_progress}")
+    if loop.timeout_seconds:
+        limits.append(f"timeout {loop.timeout_seconds:g}s")
+    if loop.budget:
+        if loop.budget.max_tokens:
+            limits.append(f"max {loop.budget.max_tokens} tokens")
+        if loop.budget.max_usd:
+            limits.append(f"max ${loop.budget.max_usd:g}")
+    lines.append(f"  source: {source}")
+    lines.append(f"  limits: {', '.join(limits)}")
+    lines.append("")
+    ids = loop.stage_ids()
+    width = max(len(i) for i in ids)
+    for n, stage in enumerate(loop.stages, 1):
+        gate = stage.gate
+        pause = "  (pauses for approval)" if gate.pauses else ""
+        lines.append(f"{n:>2}. {stage.id:<{width}}  gate {gate.mode:<8}  agent {_agent_text(stage)}{pause}")
+        if stage.title:
+            lines.append(f"    {stage.title}")
+        if stage.interview:
+            lines.append(f"    deep interview: threshold {stage.interview.threshold:g}, hard cap {stage.interview.hard_cap}")
+        if stage.consumes:
+            lines.append(f"    consumes: {', '.join(stage.consumes)}")
+        if stage.produces:
+            lines.append(f"    produces: {', '.join(stage.produces)}")
+        lines.append(f"    check: {' '.join(gate.check.split())}")
+        for command in gate.commands:
+            timeout = f"  (timeout {command.timeout:g}s)" if command.timeout else ""
+            lines.append(f"    run: {' '.join(command.cmd.split())}{timeout}")
+        if gate.on_fail:
+            back = ids.index(gate.on_fail) + 1
+            lines.append(f"    on fail: back to {gate.on_fail} (stage {back})")
+        else:
+            lines.append("    on fail: retry this stage")
+        if n < len(loop.stages):
+            lines.append("     |")
+    lines.append("    done")
+    edges = [(s.id, s.gate.on_fail) for s in loop.stages if s.gate.on_fail]
+    if edges:
+        lines.append("")
+        lines.append("loopbacks:")
+        for src, dst in edges:
+            lines.append(f"  {src} --fail--> {dst}")
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    given = Path(args.loop)
+    if args.loop.endswith((".yaml", ".yml")) or "/" in args.loop:
+        if not given.is_file():
+            raise UsageError(f"{args.loop}: no such file", hint="give a loop name or the path of a loop .yaml file")
+        report: ValidationReport = validate_file(given)
+        source = str(given)
+    else:
+        catalog = LoopCatalog(_project(args))
+        path = catalog.resolve(args.loop)
+        report = validate_file(path)
+        source = str(path)
+    if not report.ok or report.loop is None:
+        print(report.format())
+        return 1
+    print(render_loop(report.loop, source))
+    return 0
