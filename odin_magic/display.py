@@ -1,0 +1,469 @@
+"""Display objects for the notebook: HTML in a notebook, plain text in a terminal.
+
+Each object holds plain data (a :class:`RunState`, a :class:`Loop`, ...) and
+renders it two ways: ``_repr_html_`` for Jupyter front ends and ``__repr__`` /
+``_repr_pretty_`` for terminal IPython and plain ``print``. Nothing here drives
+a run or touches the disk.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from .loop import Loop
+from .state import RunState
+
+# The stage checklist's marks (seed 000: ✅ passed / 🔄 looped / ⏸ awaiting / ⬜ not started).
+PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
+FAILED_MARK = "❌"
+
+_STYLE = (
+    "<style>.odin-t{border-collapse:collapse;font-size:90%}"
+    ".odin-t td,.odin-t th{padding:2px 8px;text-align:left;border-bottom:1px solid #ddd}"
+    ".odin-muted{color:#777}</style>"
+)
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+class _Display:
+    """Shared rendering plumbing: subclasses implement ``text()`` and ``html()``."""
+
+    def text(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def html(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _repr_html_(self) -> str:
+        return _STYLE + self.html()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table class='odin-t'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(str(c))) for w, c in zip(widths, row)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+# -- the stage checklist ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChecklistRow:
+    stage: str
+    mark: str
+    note: str = ""
+
+
+def stage_checklist(state: RunState, stage_ids: Sequence[str] | None = None) -> list[ChecklistRow]:
+    """One row per stage, in loop order: ✅ passed, 🔄 looped / working, ⏸ awaiting, ⬜ not started.
+
+    ``stage_ids`` is the loop's stage order; without it, the order in which the
+    history first mentions each stage (plus the current stage).
+    """
+    if stage_ids is None:
+        seen: list[str] = []
+        for entry in state.history:
+            if entry.stage not in seen:
+                seen.append(entry.stage)
+        if state.current_stage not in seen:
+            seen.append(state.current_stage)
+        stage_ids = seen
+    last: dict[str, str] = {}
+    for entry in state.history:
+        last[entry.stage] = entry.result
+    rows = []
+    for sid in stage_ids:
+        loops = state.iterations.get(sid, 0)
+        note = f"looped ×{loops}" if loops else ""
+        if sid == state.current_stage and state.status == "awaiting_approval":
+            mark, note = AWAITING, _join(note, "awaiting approval")
+        elif sid == state.current_stage and state.status == "running":
+            mark = LOOPED
+            note = _join(note, "working" if last.get(sid) != "fail" else "retrying")
+        elif sid == state.current_stage and state.status == "failed":
+            mark, note = FAILED_MARK, _join(note, "failed")
+        elif last.get(sid) == "pass":
+            mark = PASSED
+        elif last.get(sid) == "fail":
+            mark = LOOPED
+        else:
+            mark = NOT_STARTED
+        rows.append(ChecklistRow(sid, mark, note))
+    return rows
+
+
+def _join(*parts: str) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+def _money(value: float) -> str:
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+class StatusDisplay(_Display):
+    """``%odin status``: loop, task, stage, status, iterations, checklist, interview, usage."""
+
+    def __init__(self, state: RunState, loop: Loop | None = None):
+        self.state = state
+        self.loop = loop
+
+    @property
+    def rows(self) -> list[ChecklistRow]:
+        return stage_checklist(self.state, self.loop.stage_ids() if self.loop else None)
+
+    def _facts(self) -> list[tuple[str, str]]:
+        s = self.state
+        facts = [
+            ("run", s.run_id),
+            ("loop", s.loop + (" (dry run)" if s.dry else "")),
+            ("task", s.task),
+            ("status", s.status),
+            ("current stage", s.current_stage),
+            ("iterations", f"{s.total_iterations} / {s.max_iterations}"
+             + (f"  ({', '.join(f'{k}: {v}' for k, v in s.iterations.items())})" if s.iterations else "")),
+        ]
+        total = s.usage.total
+        if total.total_tokens:
+            facts.append(("usage", f"{total.total_tokens:,} tokens, {_money(total.cost_usd)}"))
+        if s.interview:
+            iv = s.interview
+            facts.append(("interview", f"round {iv.rounds}, ambiguity {iv.ambiguity:.2f} "
+                                       f"(threshold {iv.threshold:.2f}); topology: {', '.join(iv.topology) or '-'}"))
+        if s.failure_reason:
+            facts.append(("failure", s.failure_reason))
+        return facts
+
+    def text(self) -> str:
+        lines = [f"{k:>14}: {v}" for k, v in self._facts()]
+        lines.append("")
+        for row in self.rows:
+            lines.append(f"  {row.mark} {row.stage}" + (f"  ({row.note})" if row.note else ""))
+        hint = _next_hint(self.state)
+        if hint:
+            lines += ["", hint]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in self._facts())
+        checklist = "".join(
+            f"<li>{row.mark} <code>{_e(row.stage)}</code>"
+            + (f" <span class='odin-muted'>{_e(row.note)}</span>" if row.note else "")
+            + "</li>"
+            for row in self.rows
+        )
+        hint = _next_hint(self.state)
+        return (
+            f"<div class='odin-status'><table class='odin-t'>{facts}</table>"
+            f"<ul style='list-style:none;padding-left:4px'>{checklist}</ul>"
+            + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
+            + "</div>"
+        )
+
+
+def _next_hint(state: RunState) -> str:
+    if state.status == "awaiting_approval":
+        return (f"{state.current_stage} passed its gate and waits for you: "
+                "%odin approve, or %odin revise \"feedback\".")
+    if state.status == "running":
+        return "Running (or stopped mid-run): %odin run continues it, %odin stop ends it after the current step."
+    return ""
+
+
+class NoRunDisplay(_Display):
+    def __init__(self, project_dir: str):
+        self.project_dir = project_dir
+
+    def text(self) -> str:
+        return (f"No run in {self.project_dir}. Start one with "
+                "%odin run LOOP --task \"...\" (%odin list shows the loops).")
+
+    def html(self) -> str:
+        return f"<p>{_e(self.text())}</p>"
+
+
+# -- list --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoopRow:
+    name: str
+    description: str = ""
+    stages: int | None = None
+    source: str = ""
+    overrides: bool = False
+    valid: bool = True
+    active: bool = False
+
+
+def loop_rows(entries: Iterable[Any], active_loop: str | None = None) -> list[LoopRow]:
+    """Normalise catalog entries (objects or dicts) to :class:`LoopRow`."""
+    rows = []
+    for entry in entries:
+        get = entry.get if isinstance(entry, dict) else (lambda k, d=None, _e=entry: getattr(_e, k, d))
+        name = get("name")
+        stages = get("stages", None)
+        if stages is None:
+            stages = get("stage_count", None)
+        if isinstance(stages, (list, tuple)):
+            stages = len(stages)
+        rows.append(LoopRow(
+            name=name,
+            description=get("description", "") or "",
+            stages=stages,
+            source=str(get("source", "") or ""),
+            overrides=bool(get("overrides", False) or get("overrides_builtin", False)),
+            valid=bool(get("valid", True) if get("valid", None) is not None else get("ok", True)),
+            active=name == active_loop,
+        ))
+    return rows
+
+
+class LoopListDisplay(_Display):
+    """``%odin list``: each loop's name, description, stage count, source, validity."""
+
+    headers = ("", "loop", "stages", "source", "valid", "description")
+
+    def __init__(self, rows: Sequence[LoopRow]):
+        self.rows = list(rows)
+
+    def _cells(self, row: LoopRow) -> list[str]:
+        source = row.source + (" (overrides built-in)" if row.overrides else "")
+        return ["▶" if row.active else "", row.name, "" if row.stages is None else str(row.stages),
+                source, "yes" if row.valid else "NO", row.description]
+
+    def text(self) -> str:
+        if not self.rows:
+            return "No loops found."
+        out = _text_table(self.headers, [self._cells(r) for r in self.rows])
+        if any(r.active for r in self.rows):
+            out += "\n▶ = the active run's loop"
+        return out
+
+    def html(self) -> str:
+        if not self.rows:
+            return "<p>No loops found.</p>"
+        rows = [[_e(c) if i != 1 else f"<code>{_e(c)}</code>" for i, c in enumerate(self._cells(r))]
+                for r in self.rows]
+        return _table(self.headers, rows)
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+class RunsDisplay(_Display):
+    """``%odin runs``: every run in the project, newest first."""
+
+    headers = ("run", "loop", "status", "stage", "iterations", "tokens", "cost", "task")
+
+    def __init__(self, states: Sequence[RunState]):
+        self.states = sorted(states, key=lambda s: s.run_id, reverse=True)
+
+    def _cells(self, s: RunState) -> list[str]:
+        total = s.usage.total
+        return [s.run_id, s.loop, s.status, s.current_stage, f"{s.total_iterations}/{s.max_iterations}",
+                f"{total.total_tokens:,}", _money(total.cost_usd), _short(s.task, 60)]
+
+    def text(self) -> str:
+        if not self.states:
+            return "No runs yet."
+        return _text_table(self.headers, [self._cells(s) for s in self.states])
+
+    def html(self) -> str:
+        if not self.states:
+            return "<p>No runs yet.</p>"
+        return _table(self.headers, [[_e(c) for c in self._cells(s)] for s in self.states])
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# -- gate verdicts ---------------------------------------------------------------------
+
+
+@dataclass
+class VerdictRecord:
+    """One gate evaluation as the live view saw it (from gate events)."""
+
+    stage: str
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+    blocking: list[str] = field(default_factory=list)
+    non_blocking: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # "✓ cmd" / "✗ cmd (exit 1)"
+
+    @classmethod
+    def from_event_data(cls, stage: str, passed: bool, data: dict) -> "VerdictRecord":
+        verdict = data.get("verdict") or data
+        if hasattr(verdict, "model_dump"):
+            verdict = verdict.model_dump()
+        reasons = list(verdict.get("reasons") or [])
+        if not reasons and data.get("reason"):
+            reasons = [str(data["reason"])]
+        return cls(
+            stage=stage,
+            passed=passed,
+            reasons=[str(r) for r in reasons],
+            blocking=[str(b) for b in verdict.get("blocking") or []],
+            non_blocking=[str(b) for b in verdict.get("non_blocking") or []],
+            commands=[str(c) for c in data.get("commands") or []],
+        )
+
+    def title(self) -> str:
+        return f"{PASSED if self.passed else FAILED_MARK} {self.stage}: gate {'passed' if self.passed else 'failed'}"
+
+    def detail_lines(self) -> list[str]:
+        lines = [f"- {r}" for r in self.reasons]
+        lines += [f"- blocking: {b}" for b in self.blocking]
+        lines += [f"- non-blocking: {b}" for b in self.non_blocking]
+        lines += [f"- command {c}" for c in self.commands]
+        return lines
+
+
+class VerdictsDisplay(_Display):
+    """Gate verdicts, each expandable in HTML (``<details>``)."""
+
+    def __init__(self, verdicts: Sequence[VerdictRecord]):
+        self.verdicts = list(verdicts)
+
+    def text(self) -> str:
+        if not self.verdicts:
+            return "No gate verdicts yet."
+        out = []
+        for v in self.verdicts:
+            out.append(v.title())
+            out += ["    " + line for line in v.detail_lines()]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        if not self.verdicts:
+            return "<p class='odin-muted'>No gate verdicts yet.</p>"
+        items = []
+        for v in self.verdicts:
+            body = "".join(f"<li>{_e(line[2:])}</li>" for line in v.detail_lines())
+            items.append(f"<details><summary>{_e(v.title())}</summary><ul>{body}</ul></details>")
+        return "".join(items)
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+class ValidationDisplay(_Display):
+    """``%odin validate`` and ``%%odin loop``: each file's errors and warnings at their lines."""
+
+    def __init__(self, reports: Sequence[Any], saved_to: str | None = None, cell: bool = False):
+        self.reports = list(reports)
+        self.saved_to = saved_to
+        self.cell = cell  # from a %%odin loop cell: say whether it was saved
+
+    @property
+    def ok(self) -> bool:
+        return all(not r.errors for r in self.reports)
+
+    @staticmethod
+    def _diag(d: Any) -> str:
+        where = ""
+        if getattr(d, "line", None):
+            where = f"line {d.line}" + (f", column {d.column}" if getattr(d, "column", None) else "")
+        field_ = getattr(d, "field", None)
+        head = ": ".join(p for p in (where, f"{field_}" if field_ else "") if p)
+        msg = d.message + (f" (fix: {d.fix})" if getattr(d, "fix", None) else "")
+        return f"{head}: {msg}" if head else msg
+
+    def _summary(self, r: Any) -> str:
+        name = getattr(r, "path", None) or getattr(r, "source", None) or "loop"
+        state = "OK" if not r.errors else f"{len(r.errors)} error(s)"
+        if r.warnings:
+            state += f", {len(r.warnings)} warning(s)"
+        return f"{name}: {state}"
+
+    def text(self) -> str:
+        out = []
+        for r in self.reports:
+            out.append(self._summary(r))
+            out += [f"  error   {self._diag(d)}" for d in r.errors]
+            out += [f"  warning {self._diag(d)}" for d in r.warnings]
+        if self.saved_to:
+            out.append(f"saved to {self.saved_to}")
+        elif self.cell:
+            out.append("nothing saved: fix the errors and run the cell again")
+        return "\n".join(out)
+
+    def html(self) -> str:
+        parts = []
+        for r in self.reports:
+            colour = "#2a7" if not r.errors else "#c33"
+            parts.append(f"<div><b style='color:{colour}'>{_e(self._summary(r))}</b><ul>")
+            parts += [f"<li style='color:#c33'>error: {_e(self._diag(d))}</li>" for d in r.errors]
+            parts += [f"<li style='color:#a60'>warning: {_e(self._diag(d))}</li>" for d in r.warnings]
+            parts.append("</ul></div>")
+        if self.saved_to:
+            parts.append(f"<p>saved to <code>{_e(self.saved_to)}</code></p>")
+        elif self.cell:
+            parts.append("<p style='color:#c33'>nothing saved: fix the errors and run the cell again</p>")
+        return "".join(parts)
+
+
+# -- simulation ----------------------------------------------------------------------------
+
+
+class SimulationDisplay(_Display):
+    """``%odin simulate``: the path through the stages, the outcome and the loopbacks."""
+
+    def __init__(self, result: dict):
+        self.result = result
+
+    def text(self) -> str:
+        r = self.result
+        lines = [
+            f"path: {' → '.join(r.get('path', []))}",
+            f"status: {r.get('status')}",
+            f"iterations: {r.get('total_iterations', 0)} {r.get('iterations') or ''}".rstrip(),
+        ]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        r = self.result
+        path = " → ".join(f"<code>{_e(p)}</code>" for p in r.get("path", []))
+        return (f"<div><p><b>path</b>: {path}</p><p><b>status</b>: {_e(r.get('status'))}</p>"
+                f"<p><b>iterations</b>: {_e(r.get('total_iterations', 0))} {_e(r.get('iterations') or '')}</p></div>")
+
+
+class MessageDisplay(_Display):
+    """A one-line outcome (``approved``, ``stop requested``, ...), text and HTML alike."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def text(self) -> str:
+        return self.message
+
+    def html(self) -> str:
+        return f"<p>{_e(self.message)}</p>"

@@ -1,0 +1,576 @@
+"""``%odin`` and ``%%odin``: the notebook's commands, mirroring the ``odin`` CLI.
+
+``%load_ext odin_magic`` registers :class:`OdinMagics`. Arguments are split
+like a shell splits them and parsed with IPython's ``MagicArgumentParser``, so
+a bad argument is one ``UsageError`` line, never a traceback; user mistakes
+(:class:`~odin_magic.errors.OdinError`) are shown the same way. Run commands
+(run, approve, revise, step, answer) drive in a background thread and return at
+once; ``--wait`` (or ``%odin wait``) blocks until the drive pauses or ends.
+
+Settings are traitlets: ``%config OdinMagics.model = "..."``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from pathlib import Path
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import MagicArgumentParser
+from IPython.display import display
+from traitlets import Bool, Float, Int, Unicode
+
+from .display import (
+    LoopListDisplay,
+    MessageDisplay,
+    NoRunDisplay,
+    RunsDisplay,
+    SimulationDisplay,
+    StatusDisplay,
+    ValidationDisplay,
+    loop_rows,
+)
+from .errors import OdinError
+from .runner import NotebookRunner
+from .state import DryOptions
+
+DEFAULT_LOOP = "spec-harness-tdd"
+
+
+class OdinUsageError(UsageError):
+    """An OdinError shown the IPython way: one line, no traceback."""
+
+    @classmethod
+    def of(cls, exc: OdinError) -> "OdinUsageError":
+        text = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
+        return cls(" ".join(text.split("\n")))
+
+
+# -- the argument parser -----------------------------------------------------------------
+
+
+def _parser() -> MagicArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = MagicArgumentParser(prog="%odin", description="Run AI development-workflow loops from a notebook.",
+                            formatter_class=fmt)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagicArgumentParser)
+
+    def add(name: str, help_: str) -> MagicArgumentParser:
+        return sub.add_parser(name, help=help_.replace("%", "%%"), description=help_, prog=f"%odin {name}",
+                              formatter_class=fmt)
+
+    def waiting(sp: MagicArgumentParser) -> None:
+        sp.add_argument("--wait", action="store_true", help="block until the run pauses, ends or stops")
+        sp.add_argument("--timeout", type=float, default=None, metavar="S", help="with --wait: give up after S seconds")
+
+    r = add("run", "Start a run (LOOP and --task), or continue the active run; on a paused run, approve it.")
+    r.add_argument("loop", nargs="?", help=f"loop name (default for a new run: {DEFAULT_LOOP})")
+    r.add_argument("--task", help="what you are building (one line)")
+    r.add_argument("--dry", action="store_true", help="use the dry worker: placeholder artifacts, scripted gates")
+    r.add_argument("--gates", metavar="SPEC", help="dry run gate script, e.g. test:fail,review:fail")
+    r.add_argument("--approve-all", action="store_true", help="dry run: approve every human gate as it comes")
+    r.add_argument("--stage-delay", type=float, default=0.0, metavar="S", help="dry run: seconds each stage takes")
+    waiting(r)
+    s = add("step", "Run one stage and its gate, without advancing.")
+    s.add_argument("stage")
+    waiting(s)
+    st = add("status", "Show the active (or a given) run: checklist, iterations, usage.")
+    st.add_argument("--run", metavar="ID", help="a run id (default: the active or latest run)")
+    add("list", "List the loops you can run (project loops first, then built-ins).")
+    add("runs", "List every run in the project.")
+    a = add("approve", "Approve the paused stage; the run continues in the background.")
+    waiting(a)
+    rv = add("revise", "Re-run the paused stage with your feedback, then gate it again.")
+    rv.add_argument("feedback", nargs="+", help="what should change")
+    waiting(rv)
+    an = add("answer", "Answer the interview's waiting question.")
+    an.add_argument("text", nargs="+")
+    waiting(an)
+    add("abandon", "Abandon the active run (it stays on disk).")
+    add("stop", "End the driving run after its current step; it stays resumable (%odin run).")
+    w = add("wait", "Block until the background drive pauses, ends or stops.")
+    w.add_argument("--timeout", type=float, default=None, metavar="S")
+    v = add("validate", "Validate loop files (default: the project's .odin-loop/loops/*.yaml).")
+    v.add_argument("paths", nargs="*", help="loop YAML files, relative to the project")
+    v.add_argument("--schedulable", action="store_true", help="also require a loop that never pauses for a human")
+    sim = add("simulate", "Dry-run a loop in a throwaway directory, every human gate approved.")
+    sim.add_argument("loop")
+    sim.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,test:fail")
+    sh = add("show", "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.")
+    sh.add_argument("loop")
+    c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
+    c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
+    h = add("help", "Show this help, or one command's.")
+    h.add_argument("topic", nargs="?")
+    return p
+
+
+_PARSER = _parser()
+_SUBPARSERS: dict[str, MagicArgumentParser] = next(
+    a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction)
+).choices
+
+_CELL_HELP = """\
+Cell magics:
+  %%odin loop NAME     validate the cell's YAML; save it to .odin-loop/loops/NAME.yaml when valid
+  %%odin task [LOOP] [run options]   start a run with the cell's body as the task
+  %%odin revise        send the cell's body as feedback to the paused stage
+"""
+
+
+def full_help() -> str:
+    parts = [_PARSER.format_help(), _CELL_HELP]
+    for name, sp in _SUBPARSERS.items():
+        parts.append(sp.format_usage().replace("usage: ", "  "))
+    return "\n".join(parts)
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:  # e.g. an unclosed quote
+        raise UsageError(f"cannot split the arguments: {exc}") from None
+
+
+# -- the magics ----------------------------------------------------------------------------
+
+
+@magics_class
+class OdinMagics(Magics):
+    """``%odin`` / ``%%odin``. Settings: ``%config OdinMagics.<name> = value``."""
+
+    project = Unicode("", help="project directory (default: the notebook's directory)").tag(config=True)
+    model = Unicode(None, allow_none=True, help="Claude model (default: ODIN_MODEL or the built-in default)").tag(config=True)
+    judge_model = Unicode(None, allow_none=True, help="model for gate judgments (default: model)").tag(config=True)
+    max_tokens = Int(None, allow_none=True, help="max output tokens per model call").tag(config=True)
+    base_url = Unicode(None, allow_none=True, help="API base URL").tag(config=True)
+    script = Unicode(None, allow_none=True, help="scripted-model YAML: run offline, no API key").tag(config=True)
+    widgets = Bool(None, allow_none=True, help="live widgets (default: on in a Jupyter kernel, text elsewhere)").tag(config=True)
+    charts = Bool(True, help="draw run charts under the live view").tag(config=True)
+    wait_timeout = Float(None, allow_none=True, help="default --timeout for --wait, seconds").tag(config=True)
+
+    _CONFIG_KEYS = ("project", "model", "judge_model", "max_tokens", "base_url", "script", "widgets", "charts")
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self._runners: dict[Path, NotebookRunner] = {}
+        self.observe(self._settings_changed, names=["model", "judge_model", "max_tokens", "base_url", "script"])
+
+    # -- where, and with what -------------------------------------------------------------
+
+    @property
+    def project_dir(self) -> Path:
+        if self.project:
+            return Path(self.project).expanduser().resolve()
+        return notebook_dir(self.shell)
+
+    def settings(self):
+        from .config import Settings
+
+        return Settings.from_env(model=self.model, judge_model=self.judge_model, max_tokens=self.max_tokens,
+                                 base_url=self.base_url, script=_abs(self.script, self.project_dir))
+
+    def _make_engine(self, project_dir: Path, listener=None):
+        from .engine import Engine
+
+        return Engine(project_dir, listener=listener, command="%odin (notebook)")
+
+    def _make_worker(self, project_dir: Path):
+        """The worker for real (not dry) runs: Claude, or the scripted model when ``script`` is set."""
+        from .workers.factory import make_worker
+
+        return make_worker(self.settings(), project_dir)
+
+    def runner(self) -> NotebookRunner:
+        where = self.project_dir
+        if where not in self._runners:
+            self._runners[where] = NotebookRunner(where, self._make_engine, self._make_worker)
+        return self._runners[where]
+
+    def _settings_changed(self, change) -> None:
+        for runner in self._runners.values():
+            runner.reset_worker()
+
+    def use_widgets(self) -> bool:
+        if self.widgets is not None:
+            return bool(self.widgets)
+        return type(self.shell).__name__ == "ZMQInteractiveShell"
+
+    # -- entry point ---------------------------------------------------------------------
+
+    @line_cell_magic
+    def odin(self, line: str, cell: str | None = None):
+        try:
+            if cell is not None:
+                return self._cell(line, cell)
+            return self._line(line)
+        except OdinError as exc:
+            raise OdinUsageError.of(exc) from None
+
+    def _line(self, line: str):
+        argv = _split(line)
+        if not argv:
+            argv = ["help"]
+        if argv[0] in ("-h", "--help"):
+            argv = ["help"]
+        if len(argv) > 1 and argv[0] in _SUBPARSERS and any(a in ("-h", "--help") for a in argv[1:]):
+            argv = ["help", argv[0]]
+        args = _PARSER.parse_args(argv)
+        return getattr(self, "_cmd_" + args.command)(args)
+
+    def _cell(self, line: str, cell: str):
+        argv = _split(line)
+        if not argv:
+            raise UsageError("%%odin needs a command: loop NAME, task [LOOP], or revise")
+        kind, rest = argv[0], argv[1:]
+        if kind == "loop":
+            if len(rest) != 1:
+                raise UsageError("usage: %%odin loop NAME  (the cell holds the loop's YAML)")
+            return self._save_loop(rest[0], cell)
+        if kind == "task":
+            task = cell.strip()
+            if not task:
+                raise UsageError("%%odin task: the cell is empty; write the task below the magic line")
+            args = _SUBPARSERS["run"].parse_args(rest)
+            if args.task:
+                raise UsageError("%%odin task takes the task from the cell, not --task")
+            args.task = task
+            return self._cmd_run(args, force_start=True)
+        if kind == "revise":
+            if rest:
+                raise UsageError("usage: %%odin revise  (the cell holds the feedback)")
+            args = argparse.Namespace(feedback=[cell.strip()], wait=False, timeout=None)
+            return self._cmd_revise(args)
+        raise UsageError(f"unknown cell command {kind!r}: use loop NAME, task [LOOP] or revise")
+
+    # -- run commands (background) ------------------------------------------------------
+
+    def _cmd_run(self, args, force_start: bool = False):
+        runner = self.runner()
+        active = runner.active()
+        dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay
+        if args.task is not None or force_start or active is None:
+            if active is not None:
+                raise OdinError(
+                    f"run {active.run_id} ({active.loop}) is still active ({active.status})",
+                    hint="finish it (%odin run / %odin approve), or %odin abandon it first",
+                )
+            loop = args.loop or DEFAULT_LOOP
+            if not args.task:
+                raise UsageError(f'a new run needs a task: %odin run {loop} --task "what you are building"')
+            loop_def = self._load_loop(loop)
+            dry = None
+            if dry_flags:
+                from .workers.dry import parse_gate_script
+
+                dry = DryOptions(gates=parse_gate_script(args.gates, loop_def), approve_all=args.approve_all,
+                                 stage_delay=args.stage_delay)
+            self._show_live(runner, loop_def, None)
+            runner.start(loop, args.task, dry=dry)
+            message = f"odin: started {loop}" + (" (dry run)" if dry else "") + " in the background"
+        else:
+            if args.loop and args.loop != active.loop:
+                raise OdinError(f"the active run {active.run_id} runs {active.loop}, not {args.loop}",
+                                hint="continue it with %odin run, or %odin abandon it to start another")
+            if dry_flags:
+                raise UsageError("dry-run options apply when a run starts; a dry run continues as it began")
+            self._show_live(runner, self._load_loop(active.loop, quiet=True), active)
+            runner.continue_run()
+            message = f"odin: {'approved ' + active.current_stage + ', ' if active.status == 'awaiting_approval' else ''}continuing {active.run_id}"
+        return self._after_submit(runner, args, message)
+
+    def _cmd_approve(self, args):
+        runner = self.runner()
+        active = runner.active()
+        self._reuse_or_show(runner, active)
+        runner.approve()
+        return self._after_submit(runner, args, f"odin: approved {active.current_stage if active else ''}")
+
+    def _cmd_revise(self, args):
+        runner = self.runner()
+        feedback = " ".join(args.feedback).strip()
+        active = runner.active()
+        self._reuse_or_show(runner, active)
+        runner.revise(feedback)
+        return self._after_submit(runner, args, "odin: revising with your feedback")
+
+    def _cmd_step(self, args):
+        runner = self.runner()
+        active = runner.active()
+        self._reuse_or_show(runner, active)
+        runner.step(args.stage)
+        return self._after_submit(runner, args, f"odin: stepping {args.stage}")
+
+    def _cmd_answer(self, args):
+        runner = self.runner()
+        runner.answer(" ".join(args.text))
+        return self._after_submit(runner, args, "odin: answer sent")
+
+    def _after_submit(self, runner: NotebookRunner, args, message: str):
+        if getattr(args, "wait", False):
+            return self._wait(runner, args.timeout)
+        if not self.use_widgets():
+            print(message)
+        return None
+
+    def _cmd_wait(self, args):
+        return self._wait(self.runner(), args.timeout)
+
+    def _wait(self, runner: NotebookRunner, timeout: float | None):
+        timeout = timeout if timeout is not None else self.wait_timeout
+        outcome = runner.wait(timeout)
+        if outcome is None:
+            raise UsageError(f"still driving after {timeout:g} s; %odin wait again, or %odin stop")
+        if not outcome.ok:
+            if isinstance(outcome.error, OdinError):
+                raise OdinUsageError.of(outcome.error)
+            raise outcome.error
+        state = outcome.result
+        if state is None:
+            return None
+        loop = self._load_loop(state.loop, quiet=True)
+        return StatusDisplay(state, loop)
+
+    def _cmd_stop(self, args):
+        runner = self.runner()
+        if runner.stop():
+            return MessageDisplay("odin: stop requested; the run ends after the current step and stays resumable "
+                                  "(%odin run continues it)")
+        return MessageDisplay("odin: nothing is driving; a paused run simply waits (%odin status)")
+
+    def _cmd_abandon(self, args):
+        state = self.runner().abandon()
+        return MessageDisplay(f"odin: abandoned {state.run_id}")
+
+    # -- live view ------------------------------------------------------------------------
+
+    def _show_live(self, runner: NotebookRunner, loop, state) -> None:
+        if self.use_widgets():
+            from .widgets import RunView
+
+            view = RunView(loop, runner.project_dir, runner, state)
+            chart = None
+            if self.charts:
+                from .charts import ChartHandle, run_chart
+
+                stage_ids = loop.stage_ids() if loop else None
+                chart = ChartHandle(lambda st: run_chart(st, stage_ids))
+            runner.attach(view, chart)
+            display(view.widget)
+            if chart is not None:
+                chart.placeholder()
+        else:
+            from .widgets import TextRunView
+
+            runner.attach(TextRunView())
+
+    def _reuse_or_show(self, runner: NotebookRunner, active) -> None:
+        """Approve/revise/step: a fresh live view in this cell (the previous one retires)."""
+        if active is None:
+            return  # the runner raises the clear error
+        self._show_live(runner, self._load_loop(active.loop, quiet=True), active)
+
+    # -- queries ------------------------------------------------------------------------
+
+    def _cmd_status(self, args):
+        runner = self.runner()
+        try:
+            state = runner.status(args.run)
+        except OdinError:
+            if args.run:
+                raise
+            return NoRunDisplay(str(runner.project_dir))
+        if state is None:
+            return NoRunDisplay(str(runner.project_dir))
+        return StatusDisplay(state, self._load_loop(state.loop, quiet=True))
+
+    def _cmd_runs(self, args):
+        return RunsDisplay(self.runner().runs())
+
+    def _cmd_list(self, args):
+        from .catalog import LoopCatalog
+
+        active = self.runner().active()
+        return LoopListDisplay(loop_rows(LoopCatalog(self.project_dir).entries(), active.loop if active else None))
+
+    def _cmd_validate(self, args):
+        from .validation import validate_file
+
+        paths = [_abs(p, self.project_dir) for p in args.paths]
+        if not paths:
+            paths = sorted((self.project_dir / ".odin-loop" / "loops").glob("*.yaml"))
+            if not paths:
+                return MessageDisplay("odin: no project loops to validate (.odin-loop/loops/ is empty); "
+                                      "give paths: %odin validate PATH...")
+        for p in paths:
+            if not Path(p).is_file():
+                raise UsageError(f"no such file: {p}")
+        reports = [validate_file(p, schedulable=args.schedulable) for p in paths]
+        return ValidationDisplay(reports)
+
+    def _cmd_simulate(self, args):
+        from .engine import simulate
+
+        self._load_loop(args.loop)
+        return SimulationDisplay(simulate(self.project_dir, args.loop, args.gates))
+
+    def _cmd_show(self, args):
+        from .charts import loop_diagram, png_bytes
+        from IPython.display import Image
+
+        loop = self._load_loop(args.loop)
+        display(Image(data=png_bytes(loop_diagram(loop)), format="png"))
+        return LoopSummary(loop)
+
+    def _cmd_config(self, args):
+        for item in args.assignments:
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or key not in self._CONFIG_KEYS:
+                raise UsageError(f"config takes KEY=VALUE with KEY one of {', '.join(self._CONFIG_KEYS)}; got {item!r}")
+            self._set(key, value.strip())
+        if args.assignments:
+            self.settings()  # validate now: a bad value is reported here, not at the next run
+        return ConfigDisplay(self._config_items())
+
+    def _set(self, key: str, value: str) -> None:
+        if key == "project":
+            path = Path(value).expanduser()
+            path = path if path.is_absolute() else notebook_dir(self.shell) / path
+            if not path.is_dir():
+                raise UsageError(f"project directory does not exist: {path}")
+            self.project = str(path.resolve())
+        elif key == "max_tokens":
+            try:
+                self.max_tokens = int(value) if value else None
+            except ValueError:
+                raise UsageError(f"max_tokens must be a whole number, got {value!r}") from None
+        elif key in ("widgets", "charts"):
+            if value.lower() not in ("true", "false", "1", "0", "on", "off", "yes", "no"):
+                raise UsageError(f"{key} must be true or false, got {value!r}")
+            setattr(self, key, value.lower() in ("true", "1", "on", "yes"))
+        else:
+            setattr(self, key, value or None)
+
+    def _config_items(self) -> list[tuple[str, str]]:
+        settings = self.settings()
+        return [
+            ("project", str(self.project_dir) + ("" if self.project else "  (the notebook's directory)")),
+            ("model", settings.model),
+            ("judge_model", settings.verdict_model),
+            ("max_tokens", str(settings.max_tokens)),
+            ("base_url", settings.base_url or "(SDK default)"),
+            ("script", str(settings.script) if settings.script else "(none: a real model)"),
+            ("widgets", str(self.use_widgets())),
+            ("charts", str(self.charts)),
+            ("api key", "set in the environment" if os.environ.get("ANTHROPIC_API_KEY") else "not set"),
+        ]
+
+    def _cmd_help(self, args):
+        if args.topic:
+            if args.topic not in _SUBPARSERS:
+                raise UsageError(f"no command {args.topic!r}; %odin help lists them")
+            return MessageDisplay(_SUBPARSERS[args.topic].format_help())
+        return MessageDisplay(full_help())
+
+    # -- loops ----------------------------------------------------------------------------
+
+    def _load_loop(self, name: str, quiet: bool = False):
+        from .catalog import LoopCatalog
+
+        try:
+            return LoopCatalog(self.project_dir).load(name)
+        except OdinError:
+            if quiet:
+                return None
+            raise
+
+    def _save_loop(self, name: str, text: str):
+        from .validation import validate_text
+
+        report = validate_text(text, f"cell %%odin loop {name}", expected_name=name)
+        saved = None
+        if not report.errors:
+            target = self.project_dir / ".odin-loop" / "loops" / f"{name}.yaml"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".yaml.tmp")
+            tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+            os.replace(tmp, target)
+            saved = str(target.relative_to(self.project_dir))
+        return ValidationDisplay([report], saved_to=saved, cell=True)
+
+
+OdinMagics.odin.__doc__ = full_help()
+
+
+# -- small displays owned by the magics ----------------------------------------------------
+
+
+class ConfigDisplay(MessageDisplay):
+    def __init__(self, items: list[tuple[str, str]]):
+        super().__init__("\n".join(f"{k:>12}: {v}" for k, v in items))
+        self.items = items
+
+    def html(self) -> str:
+        import html
+
+        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in self.items)
+        return f"<table class='odin-t'>{rows}</table>"
+
+
+class LoopSummary(MessageDisplay):
+    def __init__(self, loop):
+        lines = [f"{loop.name}: {loop.description or ''}".rstrip(": "),
+                 f"max_iterations {loop.max_iterations}"]
+        for i, s in enumerate(loop.stages, 1):
+            extra = f", on_fail → {s.gate.on_fail}" if s.gate.on_fail else ""
+            lines.append(f"  {i}. {s.id}  [{s.resolved_agent.label}{' fresh' if s.resolved_agent.fresh else ''}]"
+                         f"  gate {s.gate.mode}{extra}")
+        super().__init__("\n".join(lines))
+
+    def html(self) -> str:
+        import html
+
+        return "<pre>" + html.escape(self.message) + "</pre>"
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def notebook_dir(shell) -> Path:
+    """The notebook's own directory where the kernel knows it, else the working directory."""
+    ns = getattr(shell, "user_ns", {}) or {}
+    for candidate in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(candidate, str) and candidate:
+            path = Path(candidate).expanduser()
+            if path.is_absolute() and path.parent.is_dir():
+                return path.parent.resolve()
+    return Path.cwd().resolve()
+
+
+def _abs(path: str | None, base: Path) -> Path | None:
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def load_ipython_extension(ipython) -> None:
+    ipython.register_magics(OdinMagics)
+
+
+def unload_ipython_extension(ipython) -> None:
+    manager = ipython.magics_manager
+    instance = manager.registry.pop("OdinMagics", None)
+    for kind in ("line", "cell"):
+        table = manager.magics[kind]
+        if table.get("odin") is not None and (instance is None or getattr(table["odin"], "__self__", None) is instance):
+            del table["odin"]
+    if instance is not None:
+        for runner in instance._runners.values():
+            runner.stop()  # a driving run ends after its current step and stays resumable
+        if instance in getattr(ipython, "configurables", []):
+            ipython.configurables.remove(instance)

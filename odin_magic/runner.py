@@ -1,0 +1,159 @@
+"""The notebook's handle on one project's runs: an engine, its background drive, and the live view.
+
+:class:`NotebookRunner` is what the magics and the widgets' buttons call. It
+checks what can be checked at once (so that a cell gets its error at once),
+then hands the engine call to the :class:`BackgroundDrive`; the engine's events
+fan out to the current view. It is also the ``RunActions`` the widgets use.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from .background import BackgroundDrive, DriveOutcome, EventFanout
+from .errors import NoActiveRun, OdinError, RunRefused
+from .state import DryOptions, RunState
+
+EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
+WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
+
+
+class NotebookRunner:
+    def __init__(self, project_dir: Path, engine_factory: EngineFactory, worker_factory: WorkerFactory | None = None):
+        self.project_dir = Path(project_dir)
+        self.fanout = EventFanout()
+        self.drive = BackgroundDrive()
+        self._engine_factory = engine_factory
+        self._worker_factory = worker_factory
+        self._engine = None
+        self.view = None  # the live view (widgets.RunView / TextRunView) the events go to
+        self.chart = None  # charts.ChartHandle for the run chart, or None
+        self.drive.on_finish(self._finished)
+
+    # -- engines -------------------------------------------------------------------------
+
+    @property
+    def engine(self):
+        """The driving engine (created on first use, with the fan-out as its listener)."""
+        if self._engine is None:
+            self._engine = self._engine_factory(self.project_dir, listener=self.fanout)
+        return self._engine
+
+    def reader(self):
+        """The engine for reads: it answers status/runs/active while it drives (live state)."""
+        return self.engine
+
+    def _ensure_model_worker(self, dry: bool) -> None:
+        """Build the model worker now, in the cell, so that a missing key or bad setting is reported here."""
+        if not dry and self.engine.worker is None and self._worker_factory is not None:
+            self.engine.worker = self._worker_factory(self.project_dir)
+
+    def reset_worker(self) -> None:
+        """Forget the model worker after a settings change; the next real drive builds a new one."""
+        if self._engine is not None and not self.drive.busy:
+            self._engine.worker = None
+
+    # -- queries -------------------------------------------------------------------------
+
+    def active(self) -> RunState | None:
+        return self.reader().active()
+
+    def status(self, run_id: str | None = None) -> RunState:
+        return self.reader().status(run_id)
+
+    def runs(self) -> list[RunState]:
+        return list(self.reader().runs())
+
+    # -- views ---------------------------------------------------------------------------
+
+    def attach(self, view, chart=None) -> None:
+        """Make ``view`` the live view: events go to it; the previous view retires."""
+        old = self.view
+        if old is not None:
+            self.fanout.unsubscribe(old.handle_event)
+            retire = getattr(old, "retire", None)
+            if retire:
+                retire()
+        self.view = view
+        self.chart = chart
+        if view is not None:
+            self.fanout.subscribe(view.handle_event)
+
+    def _finished(self, outcome: DriveOutcome) -> None:
+        view = self.view
+        if outcome.ok and isinstance(outcome.result, RunState):
+            if view is not None:
+                view.show_state(outcome.result)
+            if self.chart is not None:
+                self.chart.update(outcome.result)
+        elif not outcome.ok and view is not None:
+            err = outcome.error
+            if isinstance(err, OdinError):
+                view.show_error(str(err))
+            else:
+                view.show_error(f"{outcome.label} failed: {err!r}")
+                append = getattr(view, "append_stderr", None)
+                if append:
+                    append("".join(traceback.format_exception(err)))
+
+    # -- actions (in the background) --------------------------------------------------
+
+    def start(self, loop: str, task: str, dry: DryOptions | None = None) -> None:
+        self._ensure_model_worker(dry is not None)
+        self.drive.submit("run", lambda: self.engine.start(loop, task, dry=dry))
+
+    def continue_run(self) -> None:
+        self._require_active()
+        self.drive.submit("run", lambda: self.engine.run())
+
+    def approve(self) -> None:
+        state = self._require_active()
+        if state.status != "awaiting_approval":
+            raise RunRefused(f"run {state.run_id} is not waiting for approval (status {state.status})",
+                             hint="%odin status shows where it is")
+        self.drive.submit("approve", lambda: self.engine.approve())
+
+    def revise(self, feedback: str) -> None:
+        if not feedback.strip():
+            raise RunRefused("the feedback is empty", hint='%odin revise "what should change"')
+        self._require_active()
+        self.drive.submit("revise", lambda: self.engine.revise(feedback))
+
+    def step(self, stage: str) -> None:
+        self._require_active()
+        self.drive.submit(f"step {stage}", lambda: self.engine.step(stage))
+
+    def answer(self, text: str) -> None:
+        """Answer the interview's waiting question (the interview plugs in ``Engine.answer``)."""
+        self._require_active()
+        answer = getattr(self.engine, "answer", None)
+        if answer is None:
+            raise RunRefused("no interview question is waiting",
+                             hint="answers are for a deep-interview stage's questions")
+        self.drive.submit("answer", lambda: answer(text))
+
+    def abandon(self) -> RunState:
+        if self.drive.busy:
+            raise RunRefused("the run is driving in the background", hint="%odin stop first, then %odin abandon")
+        self._require_active()
+        return self.engine.abandon()
+
+    def stop(self) -> bool:
+        """Ask the driving engine to end after the current step. False when nothing is driving."""
+        if not self.drive.busy:
+            return False
+        self.engine.request_stop()
+        return True
+
+    def wait(self, timeout: float | None = None) -> DriveOutcome | None:
+        return self.drive.wait(timeout)
+
+    def _require_active(self) -> RunState:
+        state = self.active()
+        if state is None:
+            raise NoActiveRun(f"no active run in {self.project_dir}",
+                              hint='start one: %odin run LOOP --task "..." (%odin runs lists past runs)')
+        self._ensure_model_worker(state.dry is not None)
+        return state

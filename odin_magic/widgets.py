@@ -1,0 +1,345 @@
+"""The live run view and the approval panel (ipywidgets), plus a text view for terminals.
+
+Everything here may be called from the background drive's thread: widgets
+are updated through their traits and ``Output.append_*`` (never ``with out:``),
+so nothing lands in whichever cell happens to be running. The views do not
+drive runs themselves: buttons call the actions they are given (approve,
+revise, stop), which the magics route to the background drive.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from .display import AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay, stage_checklist
+from .events import EngineEvent
+from .loop import Loop
+from .state import RunState
+
+PREVIEW_CHARS = 1500
+
+
+class RunActions(Protocol):
+    def approve(self) -> None: ...
+    def revise(self, feedback: str) -> None: ...
+    def stop(self) -> None: ...
+
+
+def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(name, first characters) of each artifact the paused stage produced, read fresh from disk."""
+    names = [n for n in stage_produces if n in state.artifacts] or list(stage_produces)
+    previews = []
+    for name in names:
+        rel = state.artifacts.get(name, name)
+        path = Path(rel) if Path(rel).is_absolute() else Path(project_dir) / rel
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file())[:20]
+            text = "\n".join(str(p.relative_to(path)) for p in files) or "(empty directory)"
+        elif path.is_file():
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                text = f"(cannot read: {exc})"
+        else:
+            text = "(missing)"
+        if len(text) > PREVIEW_CHARS:
+            text = text[:PREVIEW_CHARS] + f"\n… ({len(text) - PREVIEW_CHARS} more characters in {rel})"
+        previews.append((name, text))
+    return previews
+
+
+class ApprovalPanel:
+    """At an ai+human pause: the stage, its artifacts, why the gate passed, and the three buttons."""
+
+    def __init__(self, stage: str, previews: Sequence[tuple[str, str]], verdict: VerdictRecord | None,
+                 actions: RunActions):
+        import ipywidgets as w
+
+        self.stage = stage
+        self.actions = actions
+        self.approve_button = w.Button(description="Approve", button_style="success", icon="check")
+        self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit")
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop")
+        self.feedback = w.Textarea(placeholder="What should change? (for Request changes)",
+                                   layout=w.Layout(width="100%", height="70px"))
+        self.message = w.HTML()
+        self.buttons = (self.approve_button, self.revise_button, self.stop_button)
+        self._clicked = threading.Lock()
+        self.approve_button.on_click(lambda _b: self._once(self._approve))
+        self.revise_button.on_click(lambda _b: self._once(self._revise))
+        self.stop_button.on_click(lambda _b: self._once(self._stop))
+
+        why = ""
+        if verdict is not None:
+            lines = verdict.detail_lines() or ["- the gate's checks passed"]
+            why = "<b>Why the gate passed</b><ul>" + "".join(
+                f"<li>{html.escape(line[2:])}</li>" for line in lines) + "</ul>"
+        items = [w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> passed its gate "
+                        "and waits for your approval</h4>" + why)]
+        if previews:
+            acc = w.Accordion(children=[w.HTML(f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>"
+                                               f"{html.escape(text)}</pre>") for _n, text in previews])
+            for i, (name, _t) in enumerate(previews):
+                acc.set_title(i, name)
+            items.append(acc)
+        items += [self.feedback, w.HBox(list(self.buttons)), self.message]
+        self.widget = w.VBox(items, layout=w.Layout(border="1px solid #e0a040", padding="6px", margin="6px 0"))
+        self.widget.add_class("odin-approval")
+
+    def _once(self, fn: Callable[[], None]) -> None:
+        if not self._clicked.acquire(blocking=False):
+            return  # a second click while the first is handled: no double submit
+        for b in self.buttons:
+            b.disabled = True
+        try:
+            fn()
+        except Exception as exc:  # e.g. the run was approved from a cell meanwhile
+            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
+
+    def _approve(self) -> None:
+        self.message.value = "Approved: the run continues in the background."
+        self.actions.approve()
+
+    def _revise(self) -> None:
+        text = self.feedback.value.strip()
+        if not text:
+            self.message.value = "<span style='color:#c33'>Write what should change first.</span>"
+            for b in self.buttons:
+                b.disabled = False
+            self._clicked.release()
+            return
+        self.feedback.disabled = True
+        self.message.value = "Changes requested: the stage runs again with your feedback."
+        self.actions.revise(text)
+
+    def _stop(self) -> None:
+        self.message.value = "Stopped here; the run stays paused. %odin approve or %odin run continues it later."
+        self.actions.stop()
+
+
+class RunView:
+    """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
+
+    def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None):
+        import ipywidgets as w
+
+        self.loop = loop
+        self.project_dir = Path(project_dir)
+        self.actions = actions
+        self.state = state
+        self.verdicts: list[VerdictRecord] = []
+        self._lock = threading.RLock()
+        self._marks: dict[str, str] = {}
+        self._pending_verdict: dict | None = None
+        self._pending_commands: list[str] = []
+        self.title = w.HTML()
+        self.checklist = w.HTML()
+        max_it = loop.max_iterations if loop else (state.max_iterations if state else 1)
+        self.progress = w.IntProgress(value=0, min=0, max=max_it, description="iterations",
+                                      bar_style="info", layout=w.Layout(width="60%"))
+        self.progress_label = w.Label()
+        self.usage = w.Label("tokens 0, cost $0.0000")
+        self.output = w.Output(layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #ddd"))
+        self.verdicts_html = w.HTML()
+        self.verdicts_box = w.Accordion(children=[self.verdicts_html])
+        self.verdicts_box.set_title(0, "gate verdicts (0)")
+        self.verdicts_box.selected_index = None
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop",
+                                    tooltip="End the run after the current step; it stays resumable")
+        self.stop_button.on_click(self._stop_clicked)
+        self.status_line = w.HTML()
+        self.approval_box = w.VBox()
+        self.approval: ApprovalPanel | None = None
+        self.widget = w.VBox([
+            self.title, self.checklist, w.HBox([self.progress, self.progress_label]), self.usage,
+            w.HTML("<b>worker output</b>"), self.output, self.verdicts_box, self.approval_box,
+            w.HBox([self.stop_button, self.status_line]),
+        ])
+        self.widget.add_class("odin-run-view")
+        if state is not None:
+            self.show_state(state)
+
+    # -- display -------------------------------------------------------------------------
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _stage_ids(self) -> list[str]:
+        if self.loop is not None:
+            return self.loop.stage_ids()
+        return [r.stage for r in stage_checklist(self.state)] if self.state else []
+
+    def _render_checklist(self) -> None:
+        rows = []
+        for sid in self._stage_ids():
+            mark = self._marks.get(sid, NOT_STARTED)
+            rows.append(f"<span style='margin-right:12px'>{mark} <code>{html.escape(sid)}</code></span>")
+        self.checklist.value = "<div>" + "".join(rows) + "</div>"
+
+    def _render_title(self) -> None:
+        s = self.state
+        if s is None:
+            self.title.value = "<b>odin</b>: starting…"
+            return
+        self.title.value = (f"<b>{html.escape(s.loop)}</b> — {html.escape(s.task)}<br>"
+                            f"<span style='color:#777'>run {html.escape(s.run_id)}"
+                            f"{' (dry run)' if s.dry else ''} · status <b>{html.escape(s.status)}</b></span>")
+
+    def show_state(self, state: RunState) -> None:
+        """Redraw everything from a RunState (at start, and after each drive call)."""
+        with self._lock:
+            self.state = state
+            self._marks = {row.stage: row.mark for row in stage_checklist(state, self._stage_ids() or None)}
+            self._render_title()
+            self._render_checklist()
+            self._set_iterations(state.total_iterations, state.max_iterations)
+            total = state.usage.total
+            self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
+            done = state.status in ("done", "failed", "abandoned")
+            self.stop_button.disabled = done or state.status == "awaiting_approval"
+            if state.status == "awaiting_approval":
+                self._show_approval(state)
+            elif self.approval is not None and state.status != "awaiting_approval":
+                self.approval_box.children = ()
+                self.approval = None
+            if done:
+                reason = f": {state.failure_reason}" if state.failure_reason else ""
+                self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
+
+    def _set_iterations(self, used: int, cap: int) -> None:
+        self.progress.max = max(cap, 1)
+        self.progress.value = min(used, self.progress.max)
+        self.progress.bar_style = "danger" if used > cap * 0.8 else "info"
+        self.progress_label.value = f"{used} / {cap} loopbacks"
+
+    def _show_approval(self, state: RunState) -> None:
+        if self.approval is not None and self.approval.stage == state.current_stage and \
+                not self.approval.approve_button.disabled:
+            return
+        produces: Sequence[str] = ()
+        if self.loop is not None:
+            try:
+                produces = self.loop.stage(state.current_stage).produces
+            except KeyError:
+                produces = ()
+        verdict = next((v for v in reversed(self.verdicts) if v.stage == state.current_stage and v.passed), None)
+        self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
+                                      verdict, self.actions)
+        self.approval_box.children = (self.approval.widget,)
+        self.status_line.value = ""
+
+    def _stop_clicked(self, _button) -> None:
+        self.stop_button.disabled = True
+        self.status_line.value = "stop requested: the run ends after the current step (resumable)"
+        self.actions.stop()
+
+    # -- live events (background thread) -----------------------------------------------
+
+    def handle_event(self, event: EngineEvent) -> None:
+        with self._lock:
+            kind, stage = event.kind, event.stage
+            if kind == "stage_started" and stage:
+                self._marks[stage] = LOOPED
+                self.status_line.value = f"working on <code>{html.escape(stage)}</code>…"
+                self.stop_button.disabled = False
+                if self.approval is not None:
+                    self.approval_box.children = ()
+                    self.approval = None
+                self.output.append_stdout(f"── {stage} ──\n")
+            elif kind == "worker":
+                text = event.text if event.text.endswith("\n") else event.text + "\n"
+                self.output.append_stdout(text)
+            elif kind == "gate_command":
+                code = event.data.get("exit_code")
+                ok = code == 0 and not event.data.get("timed_out")
+                line = f"{'✓' if ok else '✗'} {event.text}" + ("" if ok else
+                       " (timed out)" if event.data.get("timed_out") else f" (exit {code})")
+                self._pending_commands.append(line)
+                self.output.append_stdout(f"$ {line}\n")
+            elif kind == "gate_verdict":
+                self._pending_verdict = dict(event.data)
+            elif kind in ("gate_passed", "gate_failed") and stage:
+                passed = kind == "gate_passed"
+                data = dict(self._pending_verdict or {})
+                if not passed and event.text:
+                    data.setdefault("reasons", [])
+                    if event.text not in data["reasons"]:
+                        data["reasons"] = [event.text] + list(data["reasons"])
+                data["commands"] = list(self._pending_commands)
+                self.verdicts.append(VerdictRecord.from_event_data(stage, passed, data))
+                self._pending_verdict, self._pending_commands = None, []
+                self.verdicts_html.value = VerdictsDisplay(self.verdicts).html()
+                self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
+                self._marks[stage] = PASSED if passed else LOOPED
+                if not passed:
+                    self.output.append_stdout(f"✗ gate failed: {event.text}\n")
+                    self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
+            elif kind == "paused" and stage:
+                self._marks[stage] = AWAITING
+            elif kind == "failed":
+                if stage:
+                    self._marks[stage] = FAILED_MARK
+                self.status_line.value = f"<b>run failed</b>: {html.escape(event.text)}"
+            elif kind == "stopped":
+                self.status_line.value = "stopped after the current step; %odin run resumes it"
+            elif kind == "done":
+                self.status_line.value = "<b>run done</b> ✅"
+            elif kind == "usage":
+                total = event.data.get("total")
+                if isinstance(total, dict):
+                    tokens = sum(int(total.get(k, 0) or 0) for k in (
+                        "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+                    self.usage.value = f"tokens {tokens:,}, cost ${float(total.get('cost_usd', 0.0)):.4f}"
+            elif kind == "notice":
+                self.output.append_stdout(f"note: {event.text}\n")
+            self._render_checklist()
+
+    def show_error(self, message: str) -> None:
+        with self._lock:
+            self.status_line.value = f"<span style='color:#c33'>{html.escape(message)}</span>"
+
+    def append_stderr(self, text: str) -> None:
+        self.output.append_stderr(text)
+
+    def retire(self) -> None:
+        """A newer view took over (a later cell): stop offering buttons here."""
+        with self._lock:
+            self.stop_button.disabled = True
+            if self.approval is not None:
+                for b in self.approval.buttons:
+                    b.disabled = True
+                self.approval.feedback.disabled = True
+            self.status_line.value = "<span style='color:#777'>continued in a later cell</span>"
+
+
+class TextRunView:
+    """Where there is no widget front end: one line per event, printed as it happens."""
+
+    def __init__(self, write: Callable[[str], None] | None = None):
+        self.write = write or (lambda line: print(line, flush=True))
+
+    def handle_event(self, event: EngineEvent) -> None:
+        kind, stage = event.kind, event.stage or ""
+        if kind == "worker":
+            self.write(f"  [{stage}] {event.text.rstrip()}")
+        elif kind == "stage_started":
+            self.write(f"{LOOPED} {stage} …")
+        elif kind == "gate_passed":
+            self.write(f"{PASSED} {stage}: gate passed" + (f" — {event.text}" if event.text else ""))
+        elif kind == "gate_failed":
+            self.write(f"{FAILED_MARK} {stage}: gate failed — {event.text}")
+        elif kind == "paused":
+            self.write(f"{AWAITING} {stage} waits for approval: %odin approve, or %odin revise \"...\"")
+        elif kind in ("done", "failed", "stopped", "abandoned", "notice"):
+            self.write(f"odin: {kind}" + (f" — {event.text}" if event.text else ""))
+
+    def show_state(self, state: RunState) -> None:  # the text view prints events only
+        pass
+
+    def show_error(self, message: str) -> None:
+        self.write(f"odin: {message}")

@@ -1,0 +1,120 @@
+"""Helpers for the notebook tests: a tiny test loop, and a real kernel driven over jupyter_client."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+from pathlib import Path
+
+TINY_LOOP = """\
+name: tiny
+version: 1
+description: A tiny loop for tests.
+max_iterations: 5
+stages:
+  - id: write
+    goal: Write the notes.
+    produces: [notes.md]
+    gate: {mode: ai, check: notes.md exists}
+  - id: review
+    goal: Review the notes.
+    agent: reviewer
+    consumes: [notes.md]
+    produces: [review.md]
+    gate: {mode: ai+human, check: no blocking findings, on_fail: write}
+  - id: finish
+    goal: Finish.
+    produces: [done.md]
+    gate: {mode: ai, check: done.md exists}
+"""
+
+REPO = Path(__file__).resolve().parent.parent
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def write_tiny_loop(project: Path) -> Path:
+    path = project / ".odin-loop" / "loops" / "tiny.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(TINY_LOOP, encoding="utf-8")
+    return path
+
+
+class Kernel:
+    """A real IPython kernel (ipykernel) in ``cwd``; ``execute`` returns that cell's outputs.
+
+    Every iopub message is also kept in ``messages`` so that tests can see what
+    background work sent while other cells ran (``execute_interactive`` would
+    drop messages of other cells).
+    """
+
+    def __init__(self, cwd: Path):
+        from jupyter_client.manager import KernelManager
+
+        self.km = KernelManager(kernel_cmd=None, kernel_name="python3")
+        self.km.kernel_spec  # noqa: B018 - resolve the spec now
+        self.km.start_kernel(cwd=str(cwd), extra_env={"PYTHONUNBUFFERED": "1"})
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.messages: list[dict] = []
+
+    def execute(self, code: str, timeout: float = 60, allow_error: bool = False) -> list[dict]:
+        msg_id = self.kc.execute(code)
+        outputs: list[dict] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"cell did not finish in {timeout} s:\n{code}")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.messages.append(msg)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+                outputs.append(msg)
+        if not allow_error:
+            errors = [m for m in outputs if m["msg_type"] == "error"]
+            if errors:
+                c = errors[0]["content"]
+                raise AssertionError(f"cell failed: {c['ename']}: {c['evalue']}\n{code}")
+        return outputs
+
+    def drain(self, timeout: float = 0.2) -> None:
+        """Collect iopub messages that arrived after the last cell (background updates)."""
+        while True:
+            try:
+                self.messages.append(self.kc.get_iopub_msg(timeout=timeout))
+            except queue.Empty:
+                return
+
+    def restart(self) -> None:
+        self.km.restart_kernel(now=True)
+        self.kc.wait_for_ready(timeout=60)
+
+    def shutdown(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def text_of(outputs: list[dict]) -> str:
+    parts = []
+    for msg in outputs:
+        c = msg["content"]
+        if msg["msg_type"] == "stream":
+            parts.append(c["text"])
+        elif msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+            parts.append(c["data"].get("text/plain", ""))
+        elif msg["msg_type"] == "error":
+            parts.append(f"{c['ename']}: {c['evalue']}")
+    return "".join(parts)
+
+
+def python() -> str:
+    return sys.executable

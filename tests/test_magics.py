@@ -1,0 +1,315 @@
+"""%odin / %%odin in a real IPython shell (no kernel, no widgets: the terminal fallback)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+from nbtools import write_tiny_loop
+from odin_magic.charts import ChartHandle, InterviewRound, interview_convergence, loop_diagram, png_bytes, run_chart
+from odin_magic.display import RunsDisplay, StatusDisplay, stage_checklist
+from odin_magic.magics import OdinMagics, notebook_dir
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "odin_magic")
+    yield shell
+
+
+@pytest.fixture
+def project(ip, tmp_path):
+    write_tiny_loop(tmp_path)
+    ip.run_line_magic("odin", f"config project={tmp_path}")
+    yield tmp_path
+    magics = ip.magics_manager.registry["OdinMagics"]
+    runner = magics.runner()
+    runner.stop()
+    runner.wait(30)
+    magics.project = ""
+
+
+def odin(ip, line: str):
+    return ip.run_line_magic("odin", line)
+
+
+def cell(ip, line: str, body: str):
+    return ip.run_cell_magic("odin", line, body)
+
+
+def state_json(project: Path) -> dict:
+    runs = sorted((project / ".odin-loop" / "runs").iterdir())
+    return json.loads((runs[-1] / "state.json").read_text())
+
+
+# -- registration, help, parsing -------------------------------------------------------
+
+
+def test_load_and_unload_register_and_remove_the_magics(ip):
+    assert ip.find_line_magic("odin") is not None
+    assert ip.find_cell_magic("odin") is not None
+    ip.run_line_magic("unload_ext", "odin_magic")
+    assert ip.find_line_magic("odin") is None
+    assert ip.find_cell_magic("odin") is None
+    assert not any(isinstance(c, OdinMagics) for c in ip.configurables)
+    ip.run_line_magic("load_ext", "odin_magic")
+    assert ip.find_line_magic("odin") is not None
+
+
+def test_help_lists_every_command_and_the_docstring_is_the_usage(ip):
+    text = repr(odin(ip, "help"))
+    for command in ("run", "step", "status", "list", "runs", "approve", "revise", "answer", "abandon", "stop",
+                    "wait", "validate", "simulate", "show", "config", "help", "%%odin loop NAME"):
+        assert command in text
+    doc = ip.find_line_magic("odin").__doc__
+    assert "--approve-all" in doc and "%%odin task" in doc
+    assert "--stage-delay" in repr(odin(ip, "help run"))
+    assert "--gates" in repr(odin(ip, "run --help"))
+
+
+@pytest.mark.parametrize("line, words", [
+    ("frob", "invalid choice"),
+    ("run --bogus", "unrecognized arguments"),
+    ("run tiny --task 'unclosed", "No closing quotation"),
+    ("step", "required"),
+    ("config nonsense", "KEY=VALUE"),
+    ("config max_tokens=lots", "whole number"),
+    ("help frob", "no command"),
+])
+def test_bad_arguments_are_one_line_usage_errors(ip, project, line, words):
+    with pytest.raises(UsageError) as info:
+        odin(ip, line)
+    assert words in str(info.value)
+    assert "\n" not in str(info.value).strip()
+
+
+def test_user_mistakes_are_usage_errors_with_a_hint(ip, project):
+    with pytest.raises(UsageError) as info:
+        odin(ip, "approve")
+    assert "no active run" in str(info.value) and "hint" in str(info.value)
+    with pytest.raises(UsageError, match="no loop named"):
+        odin(ip, "run no-such-loop --task x --dry")
+    with pytest.raises(UsageError, match="needs a task"):
+        odin(ip, "run tiny --dry")
+    with pytest.raises(UsageError, match="STAGE:fail"):
+        odin(ip, "run tiny --task x --dry --gates review:pass")
+    assert not (project / ".odin-loop" / "runs").exists() or not any((project / ".odin-loop" / "runs").iterdir())
+
+
+# -- driving a run ----------------------------------------------------------------------
+
+
+def test_run_to_the_pause_then_approve_to_done(ip, project, capsys):
+    shown = odin(ip, 'run tiny --task "notes about   spaces" --dry --gates review:fail --wait')
+    state = state_json(project)
+    assert state["task"] == "notes about   spaces"  # shell-style quoting kept the words together
+    assert state["status"] == "awaiting_approval" and state["current_stage"] == "review"
+    assert state["iterations"] == {"review": 1}
+    text = repr(shown)
+    assert "⏸ review" in text and "✅ write" in text and "⬜ finish" in text
+    printed = capsys.readouterr().out
+    assert "review: gate failed" in printed and "waits for approval" in printed  # the text live view
+
+    assert "awaiting_approval" in repr(odin(ip, "status"))
+    done = odin(ip, "approve --wait")
+    assert "✅ finish" in repr(done)
+    state = state_json(project)
+    assert state["status"] == "done"
+    assert [(e["stage"], e["result"], e["gate"]) for e in state["history"]] == [
+        ("write", "pass", "ai"), ("review", "fail", "ai-pending"), ("write", "pass", "ai"),
+        ("review", "pass", "ai-pending"), ("review", "pass", "approved"), ("finish", "pass", "ai"),
+    ]
+    assert "done" in repr(odin(ip, "runs"))
+
+
+def test_run_without_options_on_a_paused_run_approves_it(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    assert state_json(project)["status"] == "awaiting_approval"
+    odin(ip, "run --wait")
+    assert state_json(project)["status"] == "done"
+
+
+def test_revise_line_and_cell_rerun_the_paused_stage(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    odin(ip, 'revise "cover the edge cases" --wait')
+    cell(ip, "revise", "Also:\n- mention the units\n")
+    odin(ip, "wait")
+    state = state_json(project)
+    assert state["status"] == "awaiting_approval"
+    reviews = [e for e in state["history"] if e["stage"] == "review"]
+    assert len(reviews) == 3
+    log = sorted((project / ".odin-loop" / "runs").iterdir())[-1] / "events.jsonl"
+    assert "cover the edge cases" in log.read_text() and "mention the units" in log.read_text()
+
+
+def test_step_abandon_and_task_cell(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    odin(ip, "step write --wait")
+    state = state_json(project)
+    assert state["current_stage"] == "write" and state["history"][-1]["stage"] == "write"
+    assert "abandoned" in repr(odin(ip, "abandon"))
+    assert state_json(project)["status"] == "abandoned"
+
+    cell(ip, "task tiny --dry --approve-all", "Write notes\nabout two lines\n")
+    odin(ip, "wait")
+    state = state_json(project)
+    assert state["task"] == "Write notes\nabout two lines" and state["status"] == "done"
+    with pytest.raises(UsageError, match="empty"):
+        cell(ip, "task tiny --dry", "   \n")
+
+
+def test_stop_ends_the_run_after_the_current_step_and_run_resumes_it(ip, project):
+    magics = ip.magics_manager.registry["OdinMagics"]
+    runner = magics.runner()
+    started = threading.Event()
+    runner.fanout.subscribe(lambda e: e.kind == "stage_started" and started.set())
+    odin(ip, "run tiny --task t --dry --stage-delay 0.4")
+    assert started.wait(30)
+    assert "stop requested" in repr(odin(ip, "stop"))
+    odin(ip, "wait")
+    state = state_json(project)
+    assert state["status"] == "running"  # stopped, resumable
+    assert len(state["history"]) <= 1
+    odin(ip, "run --wait")
+    assert state_json(project)["status"] == "awaiting_approval"
+    assert "nothing is driving" in repr(odin(ip, "stop"))
+
+
+def test_a_second_run_is_refused_while_one_is_active(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    with pytest.raises(UsageError, match="still active"):
+        odin(ip, "run tiny --task another --dry")
+
+
+def test_answer_is_a_clear_seam_until_an_interview_waits(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    with pytest.raises(UsageError, match="no interview question"):
+        odin(ip, "answer yes please")
+
+
+# -- loops: list, validate, %%odin loop, show, simulate ---------------------------------
+
+
+def test_list_shows_project_and_builtin_loops(ip, project):
+    listing = odin(ip, "list")
+    text = repr(listing)
+    assert "tiny" in text and "project" in text and "spec-harness-tdd" in text
+    assert "<table" in listing._repr_html_()
+
+
+BAD_LOOP = """\
+name: mine
+version: 1
+description: broken on purpose
+max_iterations: 3
+stages:
+  - id: a
+    gate: {mode: ai, check: ok}
+  - id: b
+    gate:
+      mode: ai
+      check: fine
+      on_fial: a
+"""
+
+
+def test_loop_cell_saves_a_valid_loop_and_reports_errors_at_the_cells_lines(ip, project):
+    target = project / ".odin-loop" / "loops" / "mine.yaml"
+    shown = cell(ip, "loop mine", BAD_LOOP)
+    assert not target.exists()
+    text = repr(shown)
+    assert "line 12" in text and "on_fial" in text  # the cell's own line numbers
+    assert "nothing saved" in text and "saved to" not in text
+
+    good = BAD_LOOP.replace("on_fial", "on_fail")
+    shown = cell(ip, "loop mine", good)
+    assert target.read_text() == good
+    assert "saved to .odin-loop/loops/mine.yaml" in repr(shown)
+    assert "OK" in repr(odin(ip, "validate"))
+    with pytest.raises(UsageError, match="no such file"):
+        odin(ip, "validate missing.yaml")
+    (project / "bad.yaml").write_text(BAD_LOOP)
+    assert "1 error" in repr(odin(ip, "validate bad.yaml"))
+
+
+def test_show_draws_the_loop_and_simulate_prints_its_path(ip, project):
+    with capture_output() as captured:
+        summary = odin(ip, "show tiny")
+    pngs = [o.data["image/png"] for o in captured.outputs if "image/png" in o.data]
+    assert pngs, "show displays a PNG"
+    assert "on_fail → write" in repr(summary)
+    sim = odin(ip, "simulate tiny --gates review:fail")
+    assert "write → review → write → review → finish" in repr(sim)
+    assert "done" in repr(sim)
+
+
+# -- settings and the project directory --------------------------------------------------
+
+
+def test_config_and_traitlets(ip, project):
+    ip.run_line_magic("config", 'OdinMagics.model = "claude-test-model"')
+    assert "claude-test-model" in repr(odin(ip, "config"))
+    odin(ip, "config model=claude-other max_tokens=1234")
+    text = repr(odin(ip, "config"))
+    assert "claude-other" in text and "1234" in text
+    assert str(project) in text
+    magics = ip.magics_manager.registry["OdinMagics"]
+    magics.model = None
+    magics.max_tokens = None
+    with pytest.raises(UsageError, match="does not exist"):
+        odin(ip, "config project=/no/such/dir")
+
+
+def test_notebook_dir_comes_from_the_jupyter_session_path(tmp_path, monkeypatch):
+    class Shell:
+        user_ns = {"__session__": str(tmp_path / "analysis.ipynb")}
+
+    assert notebook_dir(Shell()) == tmp_path.resolve()
+    Shell.user_ns = {}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert notebook_dir(Shell()) == tmp_path.resolve()
+
+
+# -- display objects and charts (terminal fallback vs HTML) ---------------------------
+
+
+def test_status_display_renders_html_and_text(ip, project):
+    odin(ip, "run tiny --task '<b>bold</b>' --dry --gates review:fail --wait")
+    runner = ip.magics_manager.registry["OdinMagics"].runner()
+    state = runner.status()
+    loop = runner.engine.loop_for(state.run_id)
+    shown = StatusDisplay(state, loop)
+    html = shown._repr_html_()
+    assert "&lt;b&gt;bold" in html and "<table" in html and "⏸" in html
+    assert "<" not in repr(shown).replace("<b>bold</b>", "")
+    assert [r.mark for r in stage_checklist(state, loop.stage_ids())] == ["✅", "⏸", "⬜"]
+    runs = RunsDisplay([state])
+    assert state.run_id in repr(runs) and state.run_id in runs._repr_html_()
+
+
+def test_charts_are_pngs(ip, project):
+    odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+    runner = ip.magics_manager.registry["OdinMagics"].runner()
+    state = runner.status()
+    loop = runner.engine.loop_for(state.run_id)
+    assert png_bytes(run_chart(state, loop.stage_ids())).startswith(PNG)
+    assert png_bytes(loop_diagram(loop)).startswith(PNG)
+    rounds = [InterviewRound(1, 0.8), InterviewRound(2, 0.5), InterviewRound(3, 0.3, "contrarian"),
+              InterviewRound(4, 0.12)]
+    assert png_bytes(interview_convergence(rounds, 0.15)).startswith(PNG)
+    handle = ChartHandle(lambda st: run_chart(st))
+    with capture_output() as captured:
+        handle.placeholder()
+        handle.update(state)
+    assert handle.png.startswith(PNG)
+    assert captured.outputs  # the placeholder was displayed
