@@ -1,0 +1,377 @@
+"""The Claude worker: stages done by Claude through the official ``anthropic`` SDK.
+
+* Work: the SDK's async beta tool runner (``stream=True``, ``thread=False``:
+  the full history goes with every turn, so a resumed run relies on nothing
+  held by the server) over the SDK's agent toolset, filtered and wrapped per
+  role (:mod:`odin_magic.workers.toolbox`). The tool context, and the bash
+  shell with it, is closed when the stage ends.
+* Contexts: inline stages continue the run's thread (``thread.json`` in the run
+  dir, :mod:`odin_magic.workers.conversation`); fresh stages start a new
+  conversation holding only the persona, the stage, the task, the consumes
+  read fresh from disk and where to write the produces.
+* The judge: a separate ``messages.parse(output_format=Verdict)`` call that
+  never sees the worker's conversation; a malformed or refused verdict is
+  asked again once, then the gate fails with the reason.
+* Streaming: model text (line by line) and one line per tool call go to the
+  event sink as they happen.
+* Usage: every call's tokens (input, output, cache write, cache read) are
+  summed per stage, with the estimated cost from the settings' price table.
+* Faults: the SDK retries 429/5xx/529/timeouts (``max_retries``); when they run
+  out the stage stops with :class:`WorkerError` and the run stays resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+import anthropic
+from anthropic import AsyncAnthropic
+from anthropic.lib.tools.agent_toolset import AgentToolContext
+from pydantic import ValidationError
+
+from ..config import Settings, usage_with_cost
+from ..errors import ConfigError
+from ..roles import load_persona, policy_for
+from ..state import Usage
+from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
+from .conversation import RunThread, estimate_tokens
+from .prompts import JUDGE_RULES, WORKER_RULES, judge_brief, loop_context, stage_brief, system_blocks
+from .toolbox import RoleToolbox, bash_environment
+
+ClientFactory = Callable[[], AsyncAnthropic]
+T = TypeVar("T")
+
+JUDGE_MAX_TOKENS = 4_096
+SUMMARY_CHARS = 2_000
+
+
+def has_credentials(client: AsyncAnthropic) -> bool:
+    """Whether the SDK found a credential (key, token, profile or federation) for ``client``."""
+    return bool(client.api_key or client.auth_token or getattr(client, "credentials", None))
+
+
+def default_client_factory(settings: Settings) -> ClientFactory:
+    def make() -> AsyncAnthropic:
+        return AsyncAnthropic(base_url=settings.base_url, max_retries=settings.max_retries, timeout=settings.timeout)
+
+    return make
+
+
+def require_credentials(settings: Settings) -> None:
+    """Raise :class:`ConfigError` before any stage starts when no API credential is available."""
+    try:
+        probe = AsyncAnthropic(base_url=settings.base_url, max_retries=0)
+    except anthropic.AnthropicError as exc:  # e.g. a profile that names a missing or unsafe config file
+        raise ConfigError(
+            f"the Anthropic credentials cannot be loaded: {exc}",
+            hint="set ANTHROPIC_API_KEY in the environment, or fix the SDK profile it names",
+        ) from None
+    if not has_credentials(probe):
+        raise ConfigError(
+            "no Anthropic API key found: the Claude worker cannot call the model",
+            hint="set ANTHROPIC_API_KEY in the environment (or ANTHROPIC_AUTH_TOKEN, or an SDK profile via "
+            "ANTHROPIC_PROFILE); to run offline, set ODIN_SCRIPT to a scripted-model YAML, or start a dry run",
+        )
+
+
+def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())  # type: ignore[arg-type]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odin-worker") as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
+
+
+def usage_of(message: Any) -> Usage:
+    u = getattr(message, "usage", None)
+    if u is None:
+        return Usage()
+    return Usage(
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+    )
+
+
+def assistant_param(message: Any) -> dict[str, Any]:
+    """A reply as a message param for the history we keep."""
+    content: list[dict[str, Any]] = []
+    for block in message.content:
+        if block.type == "text":
+            content.append({"type": "text", "text": block.text})
+        elif block.type == "tool_use":
+            content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+        else:
+            content.append(block.model_dump(mode="json", exclude_none=True))
+    return {"role": "assistant", "content": content or [{"type": "text", "text": "(no reply)"}]}
+
+
+def final_text(message: Any) -> str:
+    return "\n".join(b.text for b in message.content if b.type == "text").strip()
+
+
+def closed_segment(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stage's messages made safe to continue from: no dangling tool calls, ending with the assistant."""
+    out = [dict(m) for m in messages]
+    if out and out[-1]["role"] == "assistant":
+        blocks = [b for b in out[-1]["content"] if b.get("type") != "tool_use"]
+        out[-1] = {"role": "assistant", "content": blocks or [{"type": "text", "text": "(stage ended)"}]}
+    elif out and out[-1]["role"] == "user":
+        out.append({"role": "assistant", "content": [{"type": "text", "text": "(stage ended here)"}]})
+    return out
+
+
+class _Lines:
+    """Turns streamed text deltas into whole lines for the sink."""
+
+    def __init__(self, emit: Callable[[str], None]):
+        self._emit = emit
+        self._buf = ""
+
+    def feed(self, delta: str) -> None:
+        self._buf += delta
+        while "\n" in self._buf:
+            line, self._buf = self._buf.split("\n", 1)
+            self._emit(line)
+
+    def flush(self) -> None:
+        if self._buf.strip():
+            self._emit(self._buf)
+        self._buf = ""
+
+
+def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
+    """A clear, resumable WorkerError for an SDK exception."""
+    again = "The run stays resumable: `odin run` (or %odin run) performs this step again."
+    if isinstance(exc, anthropic.AuthenticationError):
+        return WorkerError(f"{what}: the API rejected the credentials (401). Check ANTHROPIC_API_KEY. {again}")
+    if isinstance(exc, anthropic.PermissionDeniedError):
+        return WorkerError(f"{what}: the API key may not use this model or endpoint (403): {exc.message}. {again}")
+    if isinstance(exc, anthropic.NotFoundError):
+        return WorkerError(f"{what}: not found (404) — is the model name {settings.model!r} right? {exc.message}. {again}")
+    if isinstance(exc, anthropic.BadRequestError):
+        return WorkerError(f"{what}: the API refused the request (400): {exc.message}. {again}")
+    if isinstance(exc, anthropic.APIStatusError):
+        return WorkerError(
+            f"{what}: the API answered {exc.status_code} after {settings.max_retries} retries "
+            f"({exc.message}). {again}"
+        )
+    if isinstance(exc, anthropic.APITimeoutError):
+        return WorkerError(f"{what}: the API timed out after {settings.max_retries} retries. {again}")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return WorkerError(f"{what}: cannot reach the API after {settings.max_retries} retries ({exc}). {again}")
+    return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
+
+
+class ClaudeWorker:
+    """A :class:`~odin_magic.workers.base.Worker` backed by Claude."""
+
+    def __init__(self, settings: Settings, client_factory: ClientFactory | None = None):
+        self.settings = settings
+        self._client_factory = client_factory or default_client_factory(settings)
+        self._warned_price: set[str] = set()
+
+    # -- the Worker interface ----------------------------------------------------------
+
+    def perform(self, job: StageJob, events: EventSink) -> StageResult:
+        return run_coroutine(lambda: self.aperform(job, events))
+
+    def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
+        return run_coroutine(lambda: self.ajudge(job, events))
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _cost(self, model: str, usage: Usage, emit: Callable[[str], None]) -> Usage:
+        if self.settings.price_for(model) is None and model not in self._warned_price:
+            self._warned_price.add(model)
+            emit(f"no price known for model {model!r}: cost is counted as 0 (set ODIN_PRICES)")
+        return usage_with_cost(self.settings, model, usage)
+
+    @staticmethod
+    def _tags(stage: str, purpose: str, run_dir: Path, project_dir: Path) -> dict[str, str]:
+        try:
+            run_rel = os.path.relpath(run_dir, project_dir)
+        except ValueError:
+            run_rel = str(run_dir)
+        return {
+            "x-odin-stage": stage,
+            "x-odin-purpose": purpose,
+            "x-odin-call": uuid.uuid4().hex,
+            "x-odin-run-dir": run_rel,
+        }
+
+    # -- work ---------------------------------------------------------------------------
+
+    async def aperform(self, job: StageJob, events: EventSink) -> StageResult:
+        stage_id = job.stage.id
+
+        def emit(kind: str, text: str) -> None:
+            events(WorkerEvent(kind=kind, stage=stage_id, text=text))  # type: ignore[arg-type]
+
+        policy = policy_for(job.agent)
+        persona = load_persona(job.agent.role, job.project_dir)
+        fresh = job.agent.fresh
+        brief = stage_brief(job, policy, persona, fresh=fresh)
+        thread: RunThread | None = None
+        if fresh:
+            system = system_blocks(WORKER_RULES, persona)
+            messages: list[dict[str, Any]] = [{"role": "user", "content": brief}]
+        else:
+            system = system_blocks(WORKER_RULES, loop_context(job.loop))
+            thread = RunThread.load(job.run_dir)
+            reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
+            dropped = thread.fit(self.settings.context_budget, reserve)
+            if dropped:
+                emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
+            messages = thread.request_messages(brief)
+        start = len(messages) - 1  # the new stage's user message
+        history = list(messages)
+        usage = Usage()
+        last: Any = None
+        model = self.settings.model
+        text_out = _Lines(lambda line: emit("text", line))
+
+        async with AsyncExitStack() as stack:
+            client = self._client_factory()
+            stack.push_async_callback(client.close)
+            ctx = await stack.enter_async_context(
+                AgentToolContext(
+                    workdir=str(job.project_dir),
+                    allowed_roots=[Path(job.run_dir)],
+                    env=bash_environment(Path(job.project_dir), Path(job.run_dir)),
+                )
+            )
+            toolbox = RoleToolbox(
+                ctx,
+                policy,
+                produces=list(job.produces.values()),
+                harness_dir=Path(job.run_dir) / "harness",
+                on_call=lambda line: emit("tool", line),
+                on_refused=lambda msg: emit("tool_refused", msg),
+                on_error=lambda msg: emit("info", msg),
+            )
+            stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
+            try:
+                runner = client.beta.messages.tool_runner(
+                    model=model,
+                    max_tokens=self.settings.max_tokens,
+                    system=system,
+                    messages=messages,
+                    tools=toolbox.tools,
+                    stream=True,
+                    thread=False,
+                    max_iterations=self.settings.max_turns,
+                    cache_control={"type": "ephemeral"},
+                    extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
+                )
+                async for stream in runner:
+                    async for event in stream:
+                        if event.type == "text":
+                            text_out.feed(event.text)
+                        elif event.type == "content_block_stop":
+                            text_out.flush()
+                    text_out.flush()
+                    last = await stream.get_final_message()
+                    usage = usage + self._cost(model, usage_of(last), lambda t: emit("info", t))
+                    history.append(assistant_param(last))
+                    if last.stop_reason == "model_context_window_exceeded":
+                        raise WorkerError(
+                            f"stage {stage_id}: the conversation outgrew the model's context window. "
+                            "Lower ODIN_CONTEXT_BUDGET or split the stage; the run stays resumable."
+                        )
+                    if last.stop_reason == "refusal":
+                        raise WorkerError(f"stage {stage_id}: the model refused to continue: {final_text(last)[:300]}")
+                    if last.stop_reason == "tool_use":
+                        results = await runner.generate_tool_call_response()  # cached: the runner reuses it
+                        if results is not None:
+                            history.append(dict(results))
+                    elif last.stop_reason == "max_tokens":
+                        emit("info", f"the reply hit max_tokens ({self.settings.max_tokens}); the stage ends here")
+            except WorkerError as exc:
+                exc.usage = usage  # type: ignore[attr-defined]
+                raise
+            except (anthropic.AnthropicError, ValidationError) as exc:
+                err = api_failure(exc, self.settings, f"stage {stage_id}")
+                err.usage = usage  # type: ignore[attr-defined]
+                raise err from exc
+
+        summary = final_text(last)[:SUMMARY_CHARS] if last is not None else ""
+        if thread is not None:
+            thread.add_segment(stage_id, closed_segment(history[start:]), summary)
+            thread.save()
+        if toolbox.refusals:
+            summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
+        return StageResult(summary=summary, usage=usage)
+
+    # -- judge --------------------------------------------------------------------------
+
+    async def ajudge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
+        stage_id = job.stage.id
+
+        def emit(text: str) -> None:
+            events(WorkerEvent(kind="info", stage=stage_id, text=text))
+
+        failed = [c for c in job.commands if not c.ok]
+        if failed:  # a judge can never pass a gate whose commands failed: no need to ask
+            reasons = []
+            for c in failed:
+                status = "timed out" if c.timed_out else f"exit {c.exit_code}"
+                reasons.append(f"gate command failed: {c.cmd} ({status})")
+            return JudgeResult(Verdict(passed=False, reasons=reasons, blocking=list(reasons)), Usage())
+
+        model = self.settings.verdict_model
+        brief = judge_brief(job)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": brief}]
+        usage = Usage()
+        problems: list[str] = []
+        async with AsyncExitStack() as stack:
+            client = self._client_factory()
+            stack.push_async_callback(client.close)
+            for attempt in (1, 2):
+                try:
+                    reply = await client.messages.parse(
+                        model=model,
+                        max_tokens=min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
+                        system=system_blocks(JUDGE_RULES),
+                        messages=messages,
+                        output_format=Verdict,
+                        extra_headers=self._tags(stage_id, "judge", job.run_dir, job.project_dir),
+                    )
+                except ValidationError as exc:
+                    problem = f"malformed verdict ({exc.error_count()} validation error(s): {exc.errors()[0]['msg']})"
+                    problems.append(problem)
+                    emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
+                    messages = [
+                        {"role": "user", "content": brief},
+                        {"role": "assistant", "content": "(an answer that was not a valid verdict)"},
+                        {"role": "user", "content": f"That answer was not a valid verdict: {problem}. "
+                         "Answer again with the verdict only, as the JSON schema requires."},
+                    ]
+                    continue
+                except anthropic.AnthropicError as exc:
+                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}")
+                    err.usage = usage  # type: ignore[attr-defined]
+                    raise err from exc
+                usage = usage + self._cost(model, usage_of(reply), emit)
+                verdict = reply.parsed_output if reply.stop_reason != "refusal" else None
+                if verdict is not None:
+                    return JudgeResult(verdict=verdict, usage=usage)
+                problem = "the judge refused to answer" if reply.stop_reason == "refusal" else (
+                    f"no verdict in the answer (stop reason {reply.stop_reason})"
+                )
+                problems.append(problem)
+                emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
+        reason = "the judge gave no valid verdict twice: " + "; ".join(problems)
+        return JudgeResult(Verdict(passed=False, reasons=[reason], blocking=[reason]), usage)
+
+
+__all__ = ["ClaudeWorker", "require_credentials", "has_credentials", "run_coroutine"]

@@ -1,0 +1,171 @@
+"""What the Claude worker and the judge are told: system prompts and stage briefs.
+
+A fresh stage's request holds only: the worker instructions, the role persona,
+the stage's goal and prompt, the task, the ``consumes`` artifacts read fresh
+from disk, and where to write the ``produces``. Nothing from the run's thread.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..loop import Loop, Stage
+from ..roles import RolePolicy
+from .base import CommandEvidence, JudgeJob, StageJob
+
+ARTIFACT_CHARS = 60_000  # of one artifact put into a prompt
+EVIDENCE_CHARS = 6_000  # of one command's output tail
+
+WORKER_RULES = """\
+You are a worker in odin-magic, which runs development workflow loops defined as data. \
+A loop is a sequence of stages; each stage has a goal, instructions, inputs (consumes) and \
+outputs (produces), and a gate that checks the work before the loop advances. You do one \
+stage at a time.
+
+How to work:
+- Use the tools to look at and change real files. Paths are relative to the project \
+directory unless absolute. Never claim a file was written or a test passed unless a tool \
+result showed it.
+- Write every artifact the stage produces, at exactly the path given.
+- The stage's goal, instructions and produces are authoritative; your role persona only \
+shapes how you work.
+- Never weaken a test or a harness to make it pass; fix the work instead.
+- A tool call that your role may not make is refused with an error: do not retry it, \
+work within what is allowed.
+- When the stage's work is done, stop calling tools and end with a short summary: what \
+you produced, what you checked, and anything blocking."""
+
+JUDGE_RULES = """\
+You are the gate judge of odin-magic. You did not do the work and you do not see how it \
+was done; you see only the gate's check, the stage's artifacts and the outcome of the \
+gate's commands. Decide whether the check is truthfully met.
+
+Be strict: pass only when the evidence shows the check is met. If something required is \
+missing, unreadable or contradicted by the evidence, fail. Never pass a gate whose commands \
+failed. Give short reasons that cite the evidence; list findings that must be fixed before \
+the loop advances as blocking, and the rest as non_blocking."""
+
+
+def _rel(path: Path, project_dir: Path) -> str:
+    try:
+        return os.path.relpath(path, project_dir) if Path(path).is_relative_to(project_dir) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def read_artifact(path: Path, limit: int = ARTIFACT_CHARS) -> str:
+    """An artifact's text for a prompt: a file's content, or a directory's files (each capped)."""
+    path = Path(path)
+    if path.is_dir():
+        parts: list[str] = []
+        budget = limit
+        for child in sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            if budget <= 0:
+                parts.append("… (more files not shown)")
+                break
+            body = read_artifact(child, min(budget, limit // 2))
+            parts.append(f"--- {child.relative_to(path)} ---\n{body}")
+            budget -= len(body)
+        return "\n".join(parts) if parts else "(empty directory)"
+    if not path.exists():
+        return "(missing: this file does not exist)"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return f"(binary file, {path.stat().st_size} bytes)"
+    except OSError as exc:
+        return f"(unreadable: {exc.strerror or exc})"
+    if len(text) > limit:
+        return text[:limit] + f"\n… (truncated; {len(text)} chars in total, read the rest with the read tool)"
+    return text
+
+
+def system_blocks(*texts: str) -> list[dict[str, Any]]:
+    """System prompt blocks; the last carries cache_control, so the stable prefix is cached."""
+    blocks = [{"type": "text", "text": t} for t in texts if t and t.strip()]
+    if blocks:
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    return blocks
+
+
+def loop_context(loop: Loop) -> str:
+    lines = [f"The loop of this run: {loop.name}" + (f" — {loop.description}" if loop.description else "")]
+    for stage in loop.stages:
+        lines.append(f"- {stage.id}: {stage.goal or stage.display_title} (agent: {stage.resolved_agent.label})")
+    return "\n".join(lines)
+
+
+def places(job: StageJob) -> str:
+    run_rel = _rel(job.run_dir, job.project_dir)
+    return (
+        f"Project directory (your working directory): {job.project_dir}\n"
+        f"Run directory: {run_rel} (absolute: {job.run_dir}; also $ODIN_RUN_DIR in bash)"
+    )
+
+
+def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool) -> list[dict[str, Any]]:
+    """The user-message content that starts a stage."""
+    stage: Stage = job.stage
+    lines = [f"# Stage {stage.id}: {stage.display_title}"]
+    if persona and not fresh:  # a fresh stage has its persona in the system prompt
+        lines += ["", "For this stage, take this role:", persona]
+    lines += ["", f"Task of the run: {job.task}"]
+    if stage.goal:
+        lines += ["", f"Goal: {stage.goal}"]
+    if stage.prompt:
+        lines += ["", "Instructions:", stage.prompt.strip()]
+    lines += ["", places(job), "", policy.describe()]
+    if job.produces:
+        lines += ["", "Write these artifacts (produces):"]
+        lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
+    lines += ["", f"Gate: {stage.gate.check}"]
+    if stage.gate.commands:
+        lines += ["Gate commands (run in the project directory; each must exit 0):"]
+        lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    if job.last_failure:
+        lines += ["", "The last attempt failed its gate. Reason:", job.last_failure.strip()]
+    if job.feedback:
+        lines += ["", "A human reviewed the last result and asks for this revision:", job.feedback.strip()]
+    content = [{"type": "text", "text": "\n".join(lines)}]
+    if job.consumes:
+        parts = ["Inputs (consumes), read fresh from disk:"]
+        for entry, path in job.consumes.items():
+            parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path)}")
+        content.append({"type": "text", "text": "\n".join(parts)})
+    return content
+
+
+def _evidence(cmd: CommandEvidence) -> str:
+    status = "timed out" if cmd.timed_out else ("could not start" if cmd.exit_code is None else f"exit {cmd.exit_code}")
+    out = [f"$ {cmd.cmd}   [{status}, {cmd.duration_s:.1f}s]"]
+    if cmd.stdout_tail.strip():
+        out.append("stdout (tail):\n" + cmd.stdout_tail[-EVIDENCE_CHARS:])
+    if cmd.stderr_tail.strip():
+        out.append("stderr (tail):\n" + cmd.stderr_tail[-EVIDENCE_CHARS:])
+    return "\n".join(out)
+
+
+def judge_brief(job: JudgeJob) -> str:
+    stage = job.stage
+    lines = [
+        f"Stage: {stage.id} — {stage.display_title}",
+        f"Task of the run: {job.task}",
+    ]
+    if stage.goal:
+        lines.append(f"Stage goal: {stage.goal}")
+    lines += ["", "Gate check to decide:", stage.gate.check, ""]
+    if job.commands:
+        lines.append("Gate commands and their outcome:")
+        lines += [_evidence(c) for c in job.commands]
+    else:
+        lines.append("Gate commands: none.")
+    lines.append("")
+    if job.artifacts:
+        lines.append("Artifacts the stage produced:")
+        for entry, path in job.artifacts.items():
+            lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path)}")
+    else:
+        lines.append("Artifacts: none declared.")
+    return "\n".join(lines)

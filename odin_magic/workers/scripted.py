@@ -1,0 +1,409 @@
+"""The offline scripted model: a fake Messages API that replays a YAML script.
+
+It is an HTTP transport (``httpx2.MockTransport``) given to a real
+``AsyncAnthropic`` client, so the REAL SDK and the REAL Claude worker run a
+loop with real tools, real files and real gate commands, without a network or
+an API key. Select it with ``Settings(script=...)`` / ``ODIN_SCRIPT``. The
+script format is documented in ``docs/scripted-model.md``.
+
+How a request finds its answer: the Claude worker tags every request with the
+stage (``x-odin-stage``), the purpose (``x-odin-purpose``: ``work`` or
+``judge``) and a call id (``x-odin-call``, one per stage execution or judge
+call). A new work call of a stage takes the stage's next attempt; each request
+within the call takes the attempt's next turn. Each judge call takes the
+stage's next verdict. When a stage runs more often than the script lists, its
+last attempt (or verdict) repeats.
+
+This module also holds the wire encoding of replies (JSON and server-sent
+events), which the tests' fake Messages API reuses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import httpx2
+import yaml
+from anthropic import AsyncAnthropic
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import ConfigError
+
+CHARS_PER_TOKEN = 4
+
+# -- wire encoding ---------------------------------------------------------------------------
+
+_ids = itertools.count(1)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{next(_ids):06d}"
+
+
+def message_body(
+    *,
+    model: str,
+    content: list[dict[str, Any]],
+    stop_reason: str,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A complete Messages API reply."""
+    full_usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    full_usage.update(usage or {})
+    return {
+        "id": new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": full_usage,
+    }
+
+
+def sse_bytes(message: dict[str, Any]) -> bytes:
+    """``message`` as the server-sent events of a streamed reply."""
+    out: list[str] = []
+
+    def event(name: str, data: dict[str, Any]) -> None:
+        out.append(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n")
+
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    event("message_start", {"message": start})
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
+            text = block["text"]
+            for chunk in [text[i : i + 200] for i in range(0, len(text), 200)] or [""]:
+                event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": chunk}})
+        elif block["type"] == "tool_use":
+            event("content_block_start", {"index": index, "content_block": {**block, "input": {}}})
+            event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}},
+            )
+        else:
+            event("content_block_start", {"index": index, "content_block": block})
+        event("content_block_stop", {"index": index})
+    event(
+        "message_delta",
+        {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}},
+    )
+    event("message_stop", {})
+    return "".join(out).encode()
+
+
+def reply_response(request_body: dict[str, Any], message: dict[str, Any]) -> httpx2.Response:
+    """The HTTP response carrying ``message``, streamed if the request asked for it."""
+    headers = {"request-id": new_id("req")}
+    if request_body.get("stream"):
+        return httpx2.Response(200, headers={**headers, "content-type": "text/event-stream"}, content=sse_bytes(message))
+    return httpx2.Response(200, headers=headers, json=message)
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+def error_response(status: int, message: str, *, retry_after_ms: int | None = None) -> httpx2.Response:
+    headers = {"request-id": new_id("req")}
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = str(retry_after_ms)
+    body = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
+    return httpx2.Response(status, headers=headers, json=body)
+
+
+def estimate_usage(request_body: dict[str, Any], content: list[dict[str, Any]], cache: set[str]) -> dict[str, int]:
+    """Token counts for a scripted reply: sizes of request and reply, with a simple prompt cache.
+
+    The cached prefix is the tools and the system prompt when the system
+    carries ``cache_control``: the first request writes it, later identical
+    prefixes read it.
+    """
+    prefix = json.dumps([request_body.get("tools", []), request_body.get("system", "")], sort_keys=True)
+    rest = json.dumps(request_body.get("messages", []))
+    prefix_tokens = len(prefix) // CHARS_PER_TOKEN
+    usage = {
+        "input_tokens": len(rest) // CHARS_PER_TOKEN + 1,
+        "output_tokens": len(json.dumps(content)) // CHARS_PER_TOKEN + 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    if "cache_control" in json.dumps(request_body.get("system", "")):
+        if prefix in cache:
+            usage["cache_read_input_tokens"] = prefix_tokens
+        else:
+            cache.add(prefix)
+            usage["cache_creation_input_tokens"] = prefix_tokens
+    else:
+        usage["input_tokens"] += prefix_tokens
+    return usage
+
+
+# -- the script ------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptedError(_Strict):
+    status: int = Field(ge=400, le=599)
+    message: str = "scripted error"
+    retry_after_ms: int | None = Field(default=1, ge=0)
+
+
+class Turn(_Strict):
+    """One model reply to a work request."""
+
+    text: str | None = None
+    tools: list[dict[str, dict[str, Any]]] = Field(default_factory=list)
+    stop_reason: str | None = None
+    usage: dict[str, int] | None = None
+    error: ScriptedError | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _one_tool_per_item(cls, value: list[dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, Any]]]:
+        for item in value:
+            if len(item) != 1:
+                raise ValueError("each tool call is a mapping with one key, the tool name: {write: {file_path: ..., content: ...}}")
+        return value
+
+
+class Attempt(_Strict):
+    turns: list[Turn] = Field(min_length=1)
+
+
+class Answer(_Strict):
+    """One reply to a structured request (a verdict, interview scores, ...)."""
+
+    json_: dict[str, Any] | None = Field(default=None, alias="json")
+    malformed: str | None = None
+    refusal: str | None = None
+    error: ScriptedError | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Answer":
+        given = [k for k in ("json_", "malformed", "refusal", "error") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of json, malformed, refusal, error")
+        return self
+
+
+def _as_answer(value: Any) -> Any:
+    """A verdict may be written bare ({passed: true, ...}); wrap it as {json: ...}."""
+    if isinstance(value, dict) and not ({"json", "malformed", "refusal", "error"} & set(value)):
+        return {"json": value}
+    return value
+
+
+
+
+class Script(_Strict):
+    version: int = 1
+    description: str | None = None
+    model: str = "scripted"
+    stages: dict[str, list[Attempt]] = Field(default_factory=dict)
+    judge: dict[str, list[Answer]] = Field(default_factory=dict)
+    default_verdict: Answer | None = None
+    answers: dict[str, dict[str, list[Answer]]] = Field(default_factory=dict)
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _attempts(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for stage, spec in value.items():
+            if isinstance(spec, dict) and "attempts" in spec and len(spec) == 1:
+                spec = spec["attempts"]
+            if isinstance(spec, dict) and "turns" in spec:
+                spec = [spec]
+            elif isinstance(spec, list) and spec and all(isinstance(t, dict) and "turns" not in t for t in spec):
+                spec = [{"turns": spec}]  # a bare list of turns: one attempt
+            out[stage] = spec
+        return out
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _verdicts(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in value.items()}
+        return value
+
+    @field_validator("default_verdict", mode="before")
+    @classmethod
+    def _default_verdict(cls, value: Any) -> Any:
+        return _as_answer(value) if value is not None else value
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _answers(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                purpose: {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in (by_stage or {}).items()}
+                for purpose, by_stage in value.items()
+            }
+        return value
+
+
+def load_script(path: Path) -> Script:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"scripted model: cannot read {path}: {exc.strerror or exc}", hint="check ODIN_SCRIPT") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})", hint="fix the script") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a script is a mapping with 'stages' (and usually 'judge')", hint="see docs/scripted-model.md")
+    try:
+        return Script.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{path}: field {loc}: {err['msg']}", hint="see docs/scripted-model.md for the script format") from None
+
+
+# -- the fake API ------------------------------------------------------------------------------
+
+
+def _substitute(value: Any, tokens: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for key, replacement in tokens.items():
+            value = value.replace("{" + key + "}", replacement)
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, tokens) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, tokens) for k, v in value.items()}
+    return value
+
+
+class ScriptedModel:
+    """Replays a :class:`Script` as a Messages API. One instance keeps the replay position."""
+
+    def __init__(self, script: Script, source: str = "script"):
+        self.script = script
+        self.source = source
+        self._lock = threading.Lock()
+        self._attempts: dict[str, int] = {}  # stage -> attempts started
+        self._calls: dict[str, tuple[Attempt, int]] = {}  # call id -> (attempt, next turn)
+        self._answers: dict[tuple[str, str], int] = {}  # (purpose, stage) -> answers given
+        self._cache: set[str] = set()
+        self.requests: list[dict[str, Any]] = []  # every request body, in order
+
+    @classmethod
+    def from_file(cls, path: Path) -> "ScriptedModel":
+        return cls(load_script(path), source=str(path))
+
+    # -- clients ---------------------------------------------------------------
+
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handle)
+
+    def client(self, *, max_retries: int = 2) -> AsyncAnthropic:
+        return AsyncAnthropic(
+            api_key="scripted-offline",
+            base_url="http://scripted.invalid",
+            max_retries=max_retries,
+            http_client=httpx2.AsyncClient(transport=self.transport()),
+        )
+
+    def client_factory(self, *, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:
+        return lambda: self.client(max_retries=max_retries)
+
+    # -- replies ---------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if not request.url.path.endswith("/messages"):
+            return error_response(404, f"scripted model: only POST /v1/messages is served, not {request.url.path}")
+        body = json.loads(request.content or b"{}")
+        stage = request.headers.get("x-odin-stage")
+        purpose = request.headers.get("x-odin-purpose", "work")
+        call = request.headers.get("x-odin-call", "")
+        run_dir = request.headers.get("x-odin-run-dir", ".")
+        with self._lock:
+            self.requests.append(body)
+            if not stage:
+                return error_response(400, "scripted model: the request has no x-odin-stage header (not from the Claude worker?)")
+            tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name, "stage": stage}
+            if purpose == "work":
+                return self._work(body, stage, call, tokens)
+            return self._answer(body, purpose, stage, tokens)
+
+    def _work(self, body: dict[str, Any], stage: str, call: str, tokens: dict[str, str]) -> httpx2.Response:
+        if call not in self._calls:
+            attempts = self.script.stages.get(stage)
+            if not attempts:
+                return error_response(
+                    400, f"scripted model: {self.source} has no turns for stage {stage!r} (add stages.{stage})"
+                )
+            n = self._attempts.get(stage, 0)
+            self._attempts[stage] = n + 1
+            self._calls[call] = (attempts[min(n, len(attempts) - 1)], 0)
+        attempt, index = self._calls[call]
+        self._calls[call] = (attempt, index + 1)
+        if index >= len(attempt.turns):
+            turn = Turn(text="(end of the scripted turns for this stage)")
+        else:
+            turn = attempt.turns[index]
+        if turn.error is not None:
+            return error_response(turn.error.status, turn.error.message, retry_after_ms=turn.error.retry_after_ms)
+        content: list[dict[str, Any]] = []
+        if turn.text:
+            content.append({"type": "text", "text": _substitute(turn.text, tokens)})
+        for item in turn.tools:
+            (name, args), = item.items()
+            content.append({"type": "tool_use", "id": new_id("toolu"), "name": name, "input": _substitute(args or {}, tokens)})
+        if not content:
+            content.append({"type": "text", "text": ""})
+        stop = turn.stop_reason or ("tool_use" if turn.tools else "end_turn")
+        usage = turn.usage or estimate_usage(body, content, self._cache)
+        return reply_response(body, message_body(model=body.get("model", self.script.model), content=content, stop_reason=stop, usage=usage))
+
+    def _answer(self, body: dict[str, Any], purpose: str, stage: str, tokens: dict[str, str]) -> httpx2.Response:
+        if purpose == "judge":
+            answers = self.script.judge.get(stage) or ([self.script.default_verdict] if self.script.default_verdict else [])
+        else:
+            answers = self.script.answers.get(purpose, {}).get(stage, [])
+        if not answers:
+            where = f"judge.{stage} (or default_verdict)" if purpose == "judge" else f"answers.{purpose}.{stage}"
+            return error_response(400, f"scripted model: {self.source} has no answer for {purpose} of stage {stage!r} (add {where})")
+        key = (purpose, stage)
+        n = self._answers.get(key, 0)
+        self._answers[key] = n + 1
+        answer = answers[min(n, len(answers) - 1)]
+        if answer.error is not None:
+            return error_response(answer.error.status, answer.error.message, retry_after_ms=answer.error.retry_after_ms)
+        stop = "end_turn"
+        if answer.json_ is not None:
+            text = json.dumps(_substitute(answer.json_, tokens))
+        elif answer.refusal is not None:
+            text, stop = answer.refusal, "refusal"
+        else:
+            text = answer.malformed or ""
+        content = [{"type": "text", "text": text}]
+        usage = estimate_usage(body, content, self._cache)
+        return reply_response(body, message_body(model=body.get("model", self.script.model), content=content, stop_reason=stop, usage=usage))

@@ -1,0 +1,137 @@
+"""A role's tools: the SDK's agent toolset, filtered and wrapped by the role's policy.
+
+Every role is offered the same six tool definitions (bash, read, write, edit,
+glob, grep) so that the tool block, the first part of every prompt, stays
+identical across stages and is read from the prompt cache. Each call goes
+through :class:`RoleToolbox`, which
+
+* refuses a tool the role may not use, or a write outside the role's scope,
+  with a clear tool error (the model sees it) and a ``tool_refused`` event;
+* streams one ``tool`` line per call to the sink;
+* runs the SDK's own implementation otherwise (file tools confined to the
+  project dir and the run dir, symlink-safe).
+
+:meth:`RoleToolbox.aclose` ends the bash tool's shell: the Messages tool runner
+does not, so the worker calls it when the stage ends.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from anthropic.lib.tools import BetaAsyncFunctionTool, ToolError, beta_async_tool
+from anthropic.lib.tools._beta_functions import aclose_runnable_tool
+from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_toolset_20260401, resolve_path
+
+from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
+
+
+def bash_environment(project_dir: Path, run_dir: Path) -> dict[str, str]:
+    """The bash tool's environment: the process's, minus ``ANTHROPIC_*``, plus where the run lives."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["ODIN_PROJECT_DIR"] = str(project_dir)
+    env["ODIN_RUN_DIR"] = str(run_dir)
+    env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
+    return env
+
+
+def describe_call(name: str, args: dict[str, Any]) -> str:
+    """One short line for a tool call."""
+
+    def short(value: Any, limit: int = 120) -> str:
+        text = str(value).strip().splitlines()[0] if str(value).strip() else ""
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    if name == "bash":
+        if args.get("restart"):
+            return "bash: (restart)"
+        return f"bash: {short(args.get('command', ''))}"
+    if name == "write":
+        return f"write {args.get('file_path')} ({len(str(args.get('content', '')))} chars)"
+    if name == "edit":
+        return f"edit {args.get('file_path')}"
+    if name == "read":
+        rng = args.get("view_range")
+        return f"read {args.get('file_path')}" + (f" {rng}" if rng else "")
+    if name == "glob":
+        return f"glob {args.get('pattern')}" + (f" in {args['path']}" if args.get("path") else "")
+    if name == "grep":
+        return f"grep {short(args.get('pattern'), 60)}" + (f" in {args['path']}" if args.get("path") else "")
+    return f"{name} {short(args)}"
+
+
+class RoleToolbox:
+    """The tools of one stage execution."""
+
+    def __init__(
+        self,
+        ctx: AgentToolContext,
+        policy: RolePolicy,
+        *,
+        produces: list[Path],
+        harness_dir: Path,
+        on_call: Callable[[str], None],
+        on_refused: Callable[[str], None],
+        on_error: Callable[[str], None] | None = None,
+    ):
+        self.ctx = ctx
+        self.policy = policy
+        self.produces = [self._canonical(p) for p in produces]
+        self.harness_dir = self._canonical(harness_dir)
+        self._on_call = on_call
+        self._on_refused = on_refused
+        self._on_error = on_error
+        self.refusals: list[str] = []
+        self._sdk_tools = beta_agent_toolset_20260401(ctx)
+        self.tools = [self._wrap(tool) for tool in self._sdk_tools]
+
+    def _canonical(self, path: Path) -> Path:
+        try:
+            return resolve_path(self.ctx, str(path))
+        except ValueError:
+            return Path(os.path.realpath(path))
+
+    def _refuse(self, message: str) -> None:
+        self.refusals.append(message)
+        self._on_refused(message)
+        raise ToolError(f"refused: {message}")
+
+    def _check(self, name: str, args: dict[str, Any]) -> None:
+        role = self.policy.name
+        if not self.policy.allows_tool(name):
+            allowed = ", ".join(sorted(self.policy.tools))
+            self._refuse(f"the {role} role may not use the {name} tool (allowed: {allowed})")
+        if name in WRITE_TOOLS:
+            file_path = str(args.get("file_path", ""))
+            try:
+                target = resolve_path(self.ctx, file_path)
+            except ValueError:
+                return  # the SDK tool reports the confinement error itself
+            if not write_allowed(self.policy, target, self.produces, self.harness_dir):
+                self._refuse(f"the {role} role may not {name} {file_path}: {self.policy.describe()}")
+
+    def _wrap(self, tool: BetaAsyncFunctionTool[Any]) -> BetaAsyncFunctionTool[Any]:
+        name = tool.name
+        schema = tool.input_schema
+
+        async def call(**kwargs: Any) -> Any:
+            args = {k: v for k, v in kwargs.items() if v is not None}
+            self._on_call(describe_call(name, args))
+            self._check(name, args)
+            try:
+                return await tool.call(args)
+            except ToolError as exc:
+                if self._on_error is not None:
+                    first = str(exc).strip().splitlines()[-1:] or [""]
+                    self._on_error(f"{name} failed: {first[0][:200]}")
+                raise
+
+        call.__name__ = name
+        return beta_async_tool(name=name, description=tool.description, input_schema=schema)(call)
+
+    async def aclose(self) -> None:
+        """End what the tools hold (the bash tool's shell), whatever happened in the stage."""
+        for tool in self._sdk_tools:
+            await aclose_runnable_tool(tool)

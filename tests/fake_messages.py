@@ -1,0 +1,117 @@
+"""A local fake of the Messages API for tests: an httpx2 mock transport that records every request.
+
+Tests queue replies (``reply``/``tool``/``error``/``verdict``/``raw``) and drive
+the REAL ``AsyncAnthropic`` client (and through it the Claude worker) against
+it; every request the SDK sent is kept in :attr:`FakeMessages.requests` with
+its headers and JSON body, so tests assert on what was actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import httpx2
+from anthropic import AsyncAnthropic
+
+from odin_magic.workers.scripted import error_response, message_body, new_id, reply_response
+
+
+@dataclass
+class Recorded:
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        """Everything the request carried as model input: system, messages and tools, as JSON."""
+        return json.dumps({k: self.body.get(k) for k in ("system", "messages")}, ensure_ascii=False)
+
+    @property
+    def retry_count(self) -> int:
+        return int(self.headers.get("x-stainless-retry-count", "0"))
+
+
+Responder = Callable[[dict[str, Any]], httpx2.Response]
+
+
+class FakeMessages:
+    """Replies in the order queued; a request with nothing queued fails the test loudly (HTTP 500 + record)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._queue: list[Responder] = []
+        self._lock = threading.Lock()
+        self.unexpected: list[dict[str, Any]] = []
+
+    # -- queueing replies ------------------------------------------------------------
+
+    def raw(self, responder: Responder) -> "FakeMessages":
+        self._queue.append(responder)
+        return self
+
+    def reply(
+        self,
+        text: str | None = None,
+        *,
+        tools: list[tuple[str, dict[str, Any]]] | None = None,
+        usage: dict[str, int] | None = None,
+        stop_reason: str | None = None,
+    ) -> "FakeMessages":
+        content: list[dict[str, Any]] = []
+        if text is not None:
+            content.append({"type": "text", "text": text})
+        for name, args in tools or []:
+            content.append({"type": "tool_use", "id": new_id("toolu"), "name": name, "input": args})
+        stop = stop_reason or ("tool_use" if tools else "end_turn")
+        use = usage or {"input_tokens": 10, "output_tokens": 5}
+
+        def respond(body: dict[str, Any]) -> httpx2.Response:
+            return reply_response(body, message_body(model=body["model"], content=content, stop_reason=stop, usage=use))
+
+        return self.raw(respond)
+
+    def tool(self, name: str, args: dict[str, Any], *, text: str | None = None, **kw: Any) -> "FakeMessages":
+        return self.reply(text, tools=[(name, args)], **kw)
+
+    def verdict(self, **fields: Any) -> "FakeMessages":
+        return self.reply(json.dumps(fields), usage={"input_tokens": 7, "output_tokens": 3})
+
+    def error(self, status: int, message: str = "error", retry_after_ms: int | None = 1) -> "FakeMessages":
+        return self.raw(lambda body: error_response(status, message, retry_after_ms=retry_after_ms))
+
+    # -- the transport -----------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content or b"{}")
+        with self._lock:
+            self.requests.append(Recorded(dict(request.headers), body))
+            if not self._queue:
+                self.unexpected.append(body)
+                return error_response(400, "fake Messages API: no reply queued for this request")
+            responder = self._queue.pop(0)
+        return responder(body)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def client(self, max_retries: int = 2) -> AsyncAnthropic:
+        return AsyncAnthropic(
+            api_key="test-key",
+            base_url="http://fake-messages.invalid",
+            max_retries=max_retries,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
+        )
+
+    def factory(self, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:
+        return lambda: self.client(max_retries=max_retries)
+
+    def bodies(self, purpose: str | None = None, stage: str | None = None) -> list[Recorded]:
+        return [
+            r for r in self.requests
+            if (purpose is None or r.headers.get("x-odin-purpose") == purpose)
+            and (stage is None or r.headers.get("x-odin-stage") == stage)
+        ]
