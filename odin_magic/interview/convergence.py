@@ -194,26 +194,17 @@ def choose_target(state: InterviewState) -> tuple[str, str]:
     return component, dimension
 
 
-def apply_auto_cap(
-    old: ClarityScores,
-    new: ClarityScores,
-    lifted_by: dict[str, str],
-    weights: dict[str, float],
-    high_confidence: bool,
-) -> tuple[ClarityScores, list[str]]:
-    """Hold dimensions that only an auto-answer lifted at :data:`AUTO_ANSWER_CAP`.
+def hold_at_cap(old: ClarityScores, new: ClarityScores, dims: list[str]) -> tuple[ClarityScores, list[str]]:
+    """Keep ``dims`` from rising above :data:`AUTO_ANSWER_CAP` (or above their old value, if that was higher).
 
-    A dimension counts as lifted by the user once a user's answer has raised
-    it; those are never capped. Returns the capped scores and the capped dimensions.
+    Returns the held scores and the dimensions that were held back.
     """
-    if high_confidence:
-        return new, []
     values = new.model_dump()
     capped: list[str] = []
-    for dim in weights:
-        rose = values[dim] > old.get(dim) + _EPS
-        if rose and lifted_by.get(dim) != "user" and values[dim] > AUTO_ANSWER_CAP + _EPS:
-            values[dim] = max(AUTO_ANSWER_CAP, old.get(dim))
+    for dim in dims:
+        ceiling = max(AUTO_ANSWER_CAP, old.get(dim))
+        if values[dim] > ceiling + _EPS:
+            values[dim] = ceiling
             capped.append(dim)
     return ClarityScores(**values), capped
 

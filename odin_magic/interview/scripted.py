@@ -69,6 +69,7 @@ class ScriptedInterviewModel:
         self.source = source
         self.script = script
         self.calls: list[tuple[str, int]] = []  # (method, round), in call order
+        self.briefs: list[InterviewBrief] = []  # the brief of every call, in call order
         self._lock = threading.Lock()
         rounds = script.get("rounds") or {}
         if not isinstance(rounds, dict):
@@ -96,9 +97,10 @@ class ScriptedInterviewModel:
     def _round(self, n: int) -> dict:
         return self._rounds.get(str(n)) or self._rounds.get("default") or {}
 
-    def _note(self, method: str, n: int) -> None:
+    def _note(self, method: str, n: int, brief: InterviewBrief) -> None:
         with self._lock:
             self.calls.append((method, n))
+            self.briefs.append(brief)
 
     def _parse(self, model, data, where: str):
         try:
@@ -108,29 +110,29 @@ class ScriptedInterviewModel:
 
     # -- InterviewModel ------------------------------------------------------------
     def propose_components(self, brief: InterviewBrief) -> Reply[ComponentProposal]:
-        self._note("propose_components", 0)
+        self._note("propose_components", 0, brief)
         comps = [{"name": c} if isinstance(c, str) else c for c in self.script.get("components", [])]
         return Reply(self._parse(ComponentProposal, {"goal": self.script.get("goal", ""), "components": comps}, "components"))
 
     def explore(self, brief: InterviewBrief) -> Reply[ContextFindings]:
-        self._note("explore", 0)
+        self._note("explore", 0, brief)
         findings = [{"text": f} if isinstance(f, str) else f for f in self.script.get("findings", [])]
         return Reply(self._parse(ContextFindings, {"findings": findings}, "findings"))
 
     def ask_question(self, brief: InterviewBrief, component: str, dimension: str) -> Reply[QuestionDraft]:
-        self._note("ask_question", brief.round)
+        self._note("ask_question", brief.round, brief)
         r = self._round(brief.round)
         question = r.get("question") or f"What should the {dimension} of {component} be?"
         return Reply(QuestionDraft(question=question, offer_candidates=bool(r.get("offer_candidates", "candidates" in r))))
 
     def research_candidates(self, brief: InterviewBrief, question: str) -> Reply[Candidates]:
-        self._note("research_candidates", brief.round)
+        self._note("research_candidates", brief.round, brief)
         r = self._round(brief.round)
         cands = [{"answer": c} if isinstance(c, str) else c for c in r.get("candidates", [])]
         return Reply(self._parse(Candidates, {"candidates": cands}, f"rounds.{brief.round}.candidates"))
 
     def auto_answer(self, brief: InterviewBrief, question: str) -> Reply[AutoAnswer]:
-        self._note("auto_answer", brief.round)
+        self._note("auto_answer", brief.round, brief)
         data = self._round(brief.round).get("auto_answer") or {
             "assumption": f"Keep the simplest reversible choice for: {question}",
             "confidence": "low",
@@ -138,12 +140,12 @@ class ScriptedInterviewModel:
         return Reply(self._parse(AutoAnswer, data, f"rounds.{brief.round}.auto_answer"))
 
     def challenge(self, brief: InterviewBrief, kind: str) -> Reply[ChallengeProbe]:
-        self._note(f"challenge:{kind}", brief.round)
+        self._note(f"challenge:{kind}", brief.round, brief)
         data = self._round(brief.round).get("challenge") or {"probe": f"({kind}) What if the opposite were true?"}
         return Reply(self._parse(ChallengeProbe, data, f"rounds.{brief.round}.challenge"))
 
     def score_round(self, brief: InterviewBrief, exchange: Exchange) -> Reply[RoundAssessment]:
-        self._note("score_round", exchange.round)
+        self._note("score_round", exchange.round, brief)
         r = self._round(exchange.round)
         data = r.get("auto_assessment") if exchange.answered_by == "auto" and "auto_assessment" in r else r.get("assessment")
         try:

@@ -520,17 +520,22 @@ class InterviewSession:
                 if v is not None:
                     values[dim] = max(0.0, min(1.0, float(v)))
             new = ClarityScores(**values)
+            # The clarity cap: what only an auto-answer lifted stays at or below .85 unless it was
+            # confident ("high"). A dimension an auto-answer lifted stays held in later rounds until
+            # a user's answer targets that very dimension.
             lifted = st.lifted_by.setdefault(comp.name, {})
+            rose = [d for d in st.weights if new.get(d) > old.get(d) + 1e-9]
             if by == "auto":
-                new, capped = cv.apply_auto_cap(old, new, lifted, st.weights, high)
-                record.capped += [f"{comp.name}.{d}" for d in capped]
-                for dim in st.weights:
-                    if new.get(dim) > old.get(dim) and lifted.get(dim) != "user":
-                        lifted[dim] = "auto"
-            elif by in ("user", "option"):
-                for dim in st.weights:
-                    if new.get(dim) > old.get(dim):
-                        lifted[dim] = "user"
+                hold = [] if high else rose
+                for dim in rose:
+                    lifted[dim] = "high" if high else "auto"
+            else:
+                direct = by in ("user", "option") and comp.name == record.component
+                if direct and lifted.get(record.dimension) == "auto":
+                    lifted[record.dimension] = "user"
+                hold = [d for d in rose if lifted.get(d) == "auto"]
+            new, capped = cv.hold_at_cap(old, new, hold)
+            record.capped += [f"{comp.name}.{d}" for d in capped]
             st.clarity[comp.name] = new
 
     def _commit(self, record: RoundRecord, assessment: RoundAssessment, *, answered_by: str, answer: str) -> None:
