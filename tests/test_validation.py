@@ -271,3 +271,13 @@ def test_default_loop_has_the_seed_stages():
         'ODIN_TARGET_DIR="$ODIN_RUN_DIR/harness/stub" python -m pytest -q -p no:cacheprovider '
         '"$ODIN_RUN_DIR/harness"; test $? -eq 1'
     )
+
+
+def test_the_example_loop_in_the_docs_is_valid():
+    text = (Path(__file__).parent.parent / "docs" / "writing-loops.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    examples = [b for b in blocks if b.startswith("# yaml-language-server") and "\nname:" in b]
+    assert examples
+    for example in examples:
+        report = validate_text(example, "docs/writing-loops.md", expected_name="docs-fix")
+        assert report.ok and report.warnings == [], report.format()

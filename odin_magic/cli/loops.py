@@ -122,7 +122,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _agent_text(stage) -> str:
     agent = stage.resolved_agent
-    return f"{agent.label} ({'fresh' if agent.fresh else 'inline'})"
+    if agent.role is None:
+        return agent.label  # plain "inline" or "fresh"
+    return f"{agent.role} ({'fresh' if agent.fresh else 'inline'})"
 
 
 def render_loop(loop: Loop, source: str) -> str:
