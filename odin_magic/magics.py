@@ -351,7 +351,7 @@ class OdinMagics(Magics):
         if self.use_widgets():
             from .widgets import RunView
 
-            view = RunView(loop, runner.project_dir, runner, state)
+            view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status)
             chart = None
             if self.charts:
                 from .charts import ChartHandle, run_chart

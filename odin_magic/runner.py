@@ -8,6 +8,7 @@ fan out to the current view. It is also the ``RunActions`` the widgets use.
 
 from __future__ import annotations
 
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -101,8 +102,29 @@ class NotebookRunner:
     # -- actions (in the background) --------------------------------------------------
 
     def start(self, loop: str, task: str, dry: DryOptions | None = None) -> None:
+        """Start a run; returns once the run exists (so ``status`` sees it), driving on in the background."""
         self._ensure_model_worker(dry is not None)
-        self.drive.submit("run", lambda: self.engine.start(loop, task, dry=dry))
+        created = threading.Event()
+
+        def on_event(event) -> None:
+            if event.kind == "run_started":
+                created.set()
+
+        def call():
+            try:
+                return self.engine.start(loop, task, dry=dry)
+            finally:
+                created.set()
+
+        self.fanout.subscribe(on_event)
+        try:
+            self.drive.submit("run", call)
+            created.wait()
+        finally:
+            self.fanout.unsubscribe(on_event)
+        outcome = self.drive.outcome
+        if outcome is not None and not outcome.ok and isinstance(outcome.error, OdinError):
+            raise outcome.error  # refused before it began (e.g. another process started a run)
 
     def continue_run(self) -> None:
         self._require_active()

@@ -123,9 +123,11 @@ class ApprovalPanel:
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
-    def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None):
+    def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None,
+                 state_source: Callable[[], RunState] | None = None):
         import ipywidgets as w
 
+        self.state_source = state_source  # the live RunState, read when the run pauses
         self.loop = loop
         self.project_dir = Path(project_dir)
         self.actions = actions
@@ -281,6 +283,8 @@ class RunView:
                     self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
             elif kind == "paused" and stage:
                 self._marks[stage] = AWAITING
+                if self.state_source is not None:
+                    self.show_state(self.state_source())  # the approval panel appears now
             elif kind == "failed":
                 if stage:
                     self._marks[stage] = FAILED_MARK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import time
@@ -51,9 +52,9 @@ class Kernel:
     def __init__(self, cwd: Path):
         from jupyter_client.manager import KernelManager
 
-        self.km = KernelManager(kernel_cmd=None, kernel_name="python3")
-        self.km.kernel_spec  # noqa: B018 - resolve the spec now
-        self.km.start_kernel(cwd=str(cwd), extra_env={"PYTHONUNBUFFERED": "1"})
+        self.km = KernelManager(kernel_name="python3")
+        env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+        self.km.start_kernel(cwd=str(cwd), env=env)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
