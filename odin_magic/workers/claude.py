@@ -347,7 +347,10 @@ class ClaudeWorker:
                         extra_headers=self._tags(stage_id, "judge", job.run_dir, job.project_dir),
                     )
                 except ValidationError as exc:
-                    problem = f"malformed verdict ({exc.error_count()} validation error(s): {exc.errors()[0]['msg']})"
+                    # parse() validates before returning, so a refusal in prose lands here too (and the
+                    # usage of this one reply cannot be counted: the SDK does not hand the reply back)
+                    problem = (f"malformed or refused verdict ({exc.error_count()} validation error(s): "
+                               f"{exc.errors()[0]['msg']})")
                     problems.append(problem)
                     emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
                     messages = [

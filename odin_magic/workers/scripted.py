@@ -224,6 +224,9 @@ class Script(_Strict):
     judge: dict[str, list[Answer]] = Field(default_factory=dict)
     default_verdict: Answer | None = None
     answers: dict[str, dict[str, list[Answer]]] = Field(default_factory=dict)
+    interview: dict[str, Any] | None = Field(
+        default=None, description="reserved for the interview module's scripted interview model; ignored here"
+    )
 
     @field_validator("stages", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ does not, so the worker calls it when the stage ends.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,6 +32,8 @@ from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
 def bash_environment(project_dir: Path, run_dir: Path) -> dict[str, str]:
     """The bash tool's environment: the process's, minus ``ANTHROPIC_*``, plus where the run lives."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    # the interpreter running odin first on PATH, as for gate commands: `python` is the same one
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["ODIN_PROJECT_DIR"] = str(project_dir)
     env["ODIN_RUN_DIR"] = str(run_dir)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
