@@ -60,6 +60,7 @@ class InterviewBrief:
     mode: str
     weights: dict[str, float]
     round: int  # the round being prepared or scored (0: topology)
+    stage: str = "interview"  # the stage id
     goal: str = ""
     components: tuple[str, ...] = ()  # active, in topology order
     deferred: tuple[str, ...] = ()
@@ -95,6 +96,7 @@ class InterviewBrief:
             mode=state.mode,
             weights=dict(state.weights),
             round=round,
+            stage=state.stage,
             goal=state.goal,
             components=tuple(c.name for c in state.active),
             deferred=tuple(c.name for c in state.deferred),

@@ -1,0 +1,242 @@
+"""The interview model served by Claude: one ``messages.parse`` call per request.
+
+Each :class:`~odin_magic.interview.protocol.InterviewModel` method sends the
+interview brief and one instruction, and asks for its pydantic output type
+through structured outputs. Requests carry the Claude worker's routing
+headers (``x-odin-stage``, ``x-odin-purpose: interview-<method>``,
+``x-odin-call``), so the offline scripted model (:mod:`odin_magic.workers.scripted`)
+answers them from ``answers: {interview-score: {<stage>: [...]}, ...}``.
+
+A reply that does not fit the schema is asked for again once; then the call
+fails with :class:`~odin_magic.workers.base.WorkerError` and the interview
+stays at its question (the run is resumable). Nothing here writes files:
+auto-research, auto-answer and explore are read-only by construction (they
+only see the brief and, for explore, a bounded read of the project).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import anthropic
+from pydantic import BaseModel, ValidationError
+
+from ..config import Settings, usage_with_cost
+from ..state import Usage
+from ..workers.base import WorkerError
+from ..workers.claude import api_failure, default_client_factory, require_credentials, run_coroutine, usage_of
+from ..workers.prompts import system_blocks
+from .convergence import CODE_SUFFIXES, _IGNORED_DIRS
+from .models import (
+    AutoAnswer,
+    Candidates,
+    ChallengeProbe,
+    ComponentProposal,
+    ContextFindings,
+    QuestionDraft,
+    RoundAssessment,
+)
+from .protocol import Exchange, InterviewBrief, Reply
+
+M = TypeVar("M", bound=BaseModel)
+MAX_TOKENS = 4_096
+EXPLORE_BUDGET_CHARS = 40_000
+
+RULES = """You are the model behind a deep requirements interview (Huginn) run by the odin-magic engine.
+The engine owns the procedure and computes every number (ambiguity, stability, the stop condition);
+you propose, phrase and score when asked. Never invent the user's answers. Be concrete and brief.
+Clarity scores are 0..1 per dimension: goal (why; what goes in and what must come out), constraints
+(non-functional limits, stack, things it must not do), criteria (observable, testable acceptance
+criteria, failure behaviour, data contracts), context (fit with existing code; brownfield only).
+Score honestly: 0.9+ only when a tester could write the checks from what was said.
+Answer only with the requested JSON."""
+
+CHALLENGES = {
+    "contrarian": "Contrarian: name the assumption most likely to be wrong and ask what happens if the opposite is true.",
+    "simplifier": "Simplifier: ask for the simplest version that still delivers the core value; try to cut a component or a criterion.",
+    "ontologist": "Ontologist: ask what this really IS: the one core entity the whole spec orbits.",
+}
+
+
+def project_digest(project_dir: Path, budget: int = EXPLORE_BUDGET_CHARS) -> str:
+    """A bounded, read-only view of the project for the explore call: code file paths, then numbered heads."""
+    files: list[Path] = []
+    for root, dirs, names in os.walk(project_dir):
+        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and not d.endswith(".egg-info"))
+        for name in sorted(names):
+            p = Path(root) / name
+            if p.suffix.lower() in CODE_SUFFIXES or name.lower() in ("readme.md", "pyproject.toml", "package.json"):
+                files.append(p)
+        if len(files) > 400:
+            break
+    out = ["Files:"] + [f"- {p.relative_to(project_dir)}" for p in files[:400]]
+    used = sum(len(line) + 1 for line in out)
+    for p in files:
+        try:
+            lines = p.read_text(encoding="utf-8", errors="replace").splitlines()[:60]
+        except OSError:
+            continue
+        block = [f"\n== {p.relative_to(project_dir)} =="] + [f"{i}: {line}" for i, line in enumerate(lines, 1)]
+        size = sum(len(line) + 1 for line in block)
+        if used + size > budget:
+            break
+        out += block
+        used += size
+    return "\n".join(out)
+
+
+class ClaudeInterviewModel:
+    """An :class:`~odin_magic.interview.protocol.InterviewModel` over the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client_factory: Callable[[], Any] | None = None,
+        project_dir: Path | None = None,
+    ):
+        self.settings = settings
+        self._client_factory = client_factory or default_client_factory(settings)
+        self.project_dir = Path(project_dir) if project_dir else None
+
+    # -- one structured call ------------------------------------------------------------
+    def _ask(self, brief: InterviewBrief, purpose: str, instruction: str, output: type[M]) -> Reply[M]:
+        return run_coroutine(lambda: self._aask(brief, purpose, instruction, output))
+
+    async def _aask(self, brief: InterviewBrief, purpose: str, instruction: str, output: type[M]) -> Reply[M]:
+        model = self.settings.model
+        content = brief.render() + "\n\n---\n" + instruction
+        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
+        usage = Usage()
+        problem = ""
+        client = self._client_factory()
+        try:
+            for attempt in (1, 2):
+                try:
+                    reply = await client.messages.parse(
+                        model=model,
+                        max_tokens=min(self.settings.max_tokens, MAX_TOKENS),
+                        system=system_blocks(RULES),
+                        messages=messages,
+                        output_format=output,
+                        extra_headers={
+                            "x-odin-stage": brief.stage,
+                            "x-odin-purpose": f"interview-{purpose}",
+                            "x-odin-call": uuid.uuid4().hex,
+                        },
+                    )
+                except ValidationError as exc:
+                    problem = f"the reply did not fit {output.__name__} ({exc.errors()[0]['msg']})"
+                    messages = [
+                        {"role": "user", "content": content},
+                        {"role": "assistant", "content": "(an answer that did not fit the schema)"},
+                        {"role": "user", "content": f"That answer was not valid: {problem}. Answer again, JSON only."},
+                    ]
+                    continue
+                except anthropic.AnthropicError as exc:
+                    raise api_failure(exc, self.settings, f"interview {purpose} of stage {brief.stage}") from exc
+                usage = usage + usage_with_cost(self.settings, model, usage_of(reply))
+                parsed = reply.parsed_output if reply.stop_reason != "refusal" else None
+                if parsed is not None:
+                    return Reply(parsed, usage)
+                problem = "the model refused" if reply.stop_reason == "refusal" else f"no answer (stop reason {reply.stop_reason})"
+        finally:
+            await client.close()
+        raise WorkerError(
+            f"interview {purpose} of stage {brief.stage}: no usable reply twice ({problem}). "
+            "The interview keeps its question: answer again (or `odin run`) to retry."
+        )
+
+    # -- InterviewModel -----------------------------------------------------------------
+    def propose_components(self, brief: InterviewBrief) -> Reply[ComponentProposal]:
+        return self._ask(brief, "propose", (
+            "Round 0. Split the work into 1 to 6 top-level components: parts that could each have their own goal "
+            "and acceptance criteria (e.g. Ingestion, Normalization, Review UI, Export). Also state the underlying "
+            "goal (why) in one or two sentences."
+        ), ComponentProposal)
+
+    def explore(self, brief: InterviewBrief) -> Reply[ContextFindings]:
+        digest = project_digest(self.project_dir) if self.project_dir else "(no project directory given)"
+        return self._ask(brief, "explore", (
+            "You are a read-only explorer. From the project files below, list the facts the work must fit into "
+            "(entry points, data shapes, conventions, tests), each cited as file:line, so the interview never asks "
+            "the user what the code already says. Do not propose changes.\n\n" + digest
+        ), ContextFindings)
+
+    def ask_question(self, brief: InterviewBrief, component: str, dimension: str) -> Reply[QuestionDraft]:
+        return self._ask(brief, "question", (
+            f"Round {brief.round}. Ask exactly ONE question about the {dimension} of the component {component!r}, "
+            "in the user's language, so the answer raises that clarity the most. Cite context findings (file:line) "
+            "when they matter. Set offer_candidates when this is a research or architecture choice the user may "
+            "have no fixed answer to."
+        ), QuestionDraft)
+
+    def research_candidates(self, brief: InterviewBrief, question: str) -> Reply[Candidates]:
+        return self._ask(brief, "research", (
+            "You are a read-only architect helping the interview with ONE question:\n"
+            f"{question}\n"
+            "Give 2 or 3 ranked, mutually distinct candidate answers consistent with the confirmed constraints; for "
+            "each: a one-line answer, why it fits, its main risk or trade-off, and your confidence (high|medium|low). "
+            "Then a one-line recommendation and the biggest uncertainty the user must still confirm. If you cannot "
+            "defend two candidates, give fewer and name the missing context instead of inventing certainty."
+        ), Candidates)
+
+    def auto_answer(self, brief: InterviewBrief, question: str) -> Reply[AutoAnswer]:
+        return self._ask(brief, "auto-answer", (
+            "The user asked you to decide this question:\n"
+            f"{question}\n"
+            "Choose the most conservative answer that keeps the user's intent and avoids irreversible assumptions. "
+            "Phrase it as the assumption the interview will carry; give 2 to 4 bullets of rationale citing the "
+            "context; your confidence (high only if the context settles it); and what the user must still confirm."
+        ), AutoAnswer)
+
+    def challenge(self, brief: InterviewBrief, kind: str) -> Reply[ChallengeProbe]:
+        return self._ask(brief, f"challenge-{kind}", (
+            f"Round {brief.round} opens with a challenge. {CHALLENGES.get(kind, kind)} "
+            "Write the one probe question, aimed at the emerging spec."
+        ), ChallengeProbe)
+
+    def score_round(self, brief: InterviewBrief, exchange: Exchange) -> Reply[RoundAssessment]:
+        lines = [f"Round {exchange.round} was answered. Targeted: {exchange.dimension} of {exchange.component}."]
+        if exchange.challenge_probe:
+            lines += [f"Challenge ({exchange.challenge_kind}): {exchange.challenge_probe}",
+                      f"Its answer: {exchange.challenge_answer}"]
+        by = " (an auto-answer, carried as an assumption)" if exchange.answered_by == "auto" else ""
+        lines += [f"Q: {exchange.question}", f"A{by}: {exchange.answer}", "",
+                  "Re-score the clarity (0..1) of every dimension of each component this answer affected, using "
+                  "the component names exactly. List every key entity named so far (type core|supporting|external, "
+                  "with its fields). Add the new observable, testable acceptance criteria (Given-When-Then when "
+                  "possible) per component, new edge cases, explicit non-goals and open questions (blocking only if "
+                  "the spec cannot be built without it), and name the open questions this answer resolved. If the "
+                  "round had a challenge, say in one line what it led to."]
+        return self._ask(brief, "score", "\n".join(lines), RoundAssessment)
+
+
+def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, str] | None = None):
+    """The interview model for a real (not dry) run.
+
+    ``ODIN_INTERVIEW_SCRIPT`` names an interview script (:mod:`.scripted`, replies keyed by round):
+    offline and resume-safe. Else, with ``settings.script``, Claude's requests go to the offline
+    scripted Messages API (``answers: {interview-<purpose>: {<stage>: [...]}}``). Else the Anthropic API.
+    """
+    env = os.environ if env is None else env
+    path = env.get("ODIN_INTERVIEW_SCRIPT", "").strip()
+    if path:
+        from .scripted import ScriptedInterviewModel
+
+        script = Path(path).expanduser()
+        if not script.is_absolute() and (Path(project_dir) / script).is_file():
+            script = Path(project_dir) / script
+        return ScriptedInterviewModel.from_yaml(script)
+    if settings.script is not None:
+        from ..workers.scripted import ScriptedModel
+
+        script = Path(settings.script).expanduser()
+        if not script.is_absolute() and (Path(project_dir) / script).is_file():
+            script = Path(project_dir) / script
+        model = ScriptedModel.from_file(script)
+        return ClaudeInterviewModel(settings, model.client_factory(max_retries=settings.max_retries), project_dir)
+    require_credentials(settings)
+    return ClaudeInterviewModel(settings, project_dir=project_dir)
