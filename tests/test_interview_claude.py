@@ -110,3 +110,6 @@ def test_model_selection(tmp_path):
     (tmp_path / "worker.yaml").write_text(yaml.safe_dump({"stages": {}}))
     chosen = make_interview_model(Settings(script=Path("worker.yaml")), tmp_path, env={})
     assert isinstance(chosen, ClaudeInterviewModel)
+    (tmp_path / "both.yaml").write_text(yaml.safe_dump({"stages": {}, "interview": {"components": ["A"]}}))
+    chosen = make_interview_model(Settings(script=Path("both.yaml")), tmp_path, env={})
+    assert isinstance(chosen, ScriptedInterviewModel) and chosen.script == {"components": ["A"]}

@@ -217,26 +217,34 @@ class ClaudeInterviewModel:
 def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, str] | None = None):
     """The interview model for a real (not dry) run.
 
-    ``ODIN_INTERVIEW_SCRIPT`` names an interview script (:mod:`.scripted`, replies keyed by round):
-    offline and resume-safe. Else, with ``settings.script``, Claude's requests go to the offline
-    scripted Messages API (``answers: {interview-<purpose>: {<stage>: [...]}}``). Else the Anthropic API.
+    1. ``ODIN_INTERVIEW_SCRIPT`` names an interview script (:mod:`.scripted`, replies keyed by round).
+    2. ``settings.script`` (``ODIN_SCRIPT``) whose YAML has an ``interview:`` section: that section is
+       the interview script. Both are offline and resume-safe.
+    3. ``settings.script`` without one: Claude's requests go to the offline scripted Messages API
+       (``answers: {interview-<purpose>: {<stage>: [...]}}``).
+    4. Otherwise Claude over the Anthropic API (a missing key is a ConfigError here).
     """
+    from .scripted import ScriptedInterviewModel
+
     env = os.environ if env is None else env
+
+    def locate(raw: str | Path) -> Path:
+        path = Path(raw).expanduser()
+        if not path.is_absolute() and (Path(project_dir) / path).is_file():
+            path = Path(project_dir) / path
+        return path
+
     path = env.get("ODIN_INTERVIEW_SCRIPT", "").strip()
     if path:
-        from .scripted import ScriptedInterviewModel
-
-        script = Path(path).expanduser()
-        if not script.is_absolute() and (Path(project_dir) / script).is_file():
-            script = Path(project_dir) / script
-        return ScriptedInterviewModel.from_yaml(script)
+        return ScriptedInterviewModel.from_yaml(locate(path))
     if settings.script is not None:
-        from ..workers.scripted import ScriptedModel
+        from ..workers.scripted import ScriptedModel, load_script
 
-        script = Path(settings.script).expanduser()
-        if not script.is_absolute() and (Path(project_dir) / script).is_file():
-            script = Path(project_dir) / script
-        model = ScriptedModel.from_file(script)
+        script_path = locate(settings.script)
+        script = load_script(script_path)
+        if script.interview is not None:
+            return ScriptedInterviewModel(script.interview, source=f"{script_path} (interview)")
+        model = ScriptedModel(script, source=str(script_path))
         return ClaudeInterviewModel(settings, model.client_factory(max_retries=settings.max_retries), project_dir)
     require_credentials(settings)
     return ClaudeInterviewModel(settings, project_dir=project_dir)
