@@ -284,6 +284,7 @@ class InterviewState(_Kept):
     warned: bool = False
     stopped_by: Literal["converged", "hard_cap", "user"] | None = None
     feedback: list[str] = Field(default_factory=list)
+    attempt: int = 0  # the stage attempt (engine iterations) this interview last ran for
     started_at: str = ""
     ended_at: str | None = None
 

@@ -1,0 +1,186 @@
+"""The engine's side of a deep interview: perform the stage one answer at a time, and gate it.
+
+:class:`DeepInterviewRunner` plugs into ``Engine(interview_runner=...)``. The
+engine calls it as it would a worker's ``perform`` for every stage with
+``interview.mode: deep``; it returns a :class:`StageResult` once the
+interview has finished, or raises :class:`AwaitingAnswer` while a question
+waits for the user (the run pauses with status ``awaiting_answer``). The
+engine hands the user's reply over through ``session.answer`` (set by
+``Engine.answer(text)``; read and cleared here). ``judge`` replaces the
+model judge for these stages: the gate is the computed stop condition.
+
+Reads for front ends (status, widgets, charts): :func:`interview_state`,
+:func:`pending_question`, :func:`convergence_points`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import OdinError
+from ..loop import Loop
+from ..state import InterviewSummary, Usage
+from ..workers.base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
+from .convergence import stop_check
+from .models import InterviewState, PendingQuestion
+from .protocol import InterviewModel
+from .session import InterviewSession, load_state, state_path
+
+
+class AwaitingAnswer(Exception):
+    """The interview waits for the user's answer to ``question``; the run pauses (resumable)."""
+
+    def __init__(self, question: PendingQuestion, usage: Usage, summary: InterviewSummary):
+        super().__init__(f"{question.header()}: {question.text}")
+        self.question = question
+        self.usage = usage
+        self.summary = summary
+
+    @property
+    def text(self) -> str:
+        return render_question(self.question)
+
+
+def render_question(q: PendingQuestion) -> str:
+    """The question as a terminal shows it: the header line, the question, its options, the commands."""
+    lines = [q.header(), q.text]
+    for i, opt in enumerate(q.options, 1):
+        extra = f" — {opt.why}" if opt.why else ""
+        lines.append(f"  {i}) {opt.answer} [{opt.confidence}]{extra}")
+    if q.kind == "topology":
+        lines.append("answer: confirm | merge A, B | split A -> X, Y | defer C | add NAME | rename A -> B")
+    elif q.kind == "confirm_auto":
+        lines.append("answer: yes | no | your own answer")
+    elif q.kind == "question":
+        hints = ["your answer"] + (["a number to pick an option"] if q.options else [])
+        hints += ["`you decide`"] if q.allow_auto else []
+        hints += ["`skip`"]
+        lines.append("answer: " + " | ".join(hints))
+    return "\n".join(lines)
+
+
+ModelSource = InterviewModel | Callable[[], InterviewModel]
+
+
+class DeepInterviewRunner:
+    """``interview_runner`` for :class:`~odin_magic.engine.Engine`.
+
+    ``model`` is an :class:`InterviewModel`, or a zero-argument factory called
+    on first use (so a missing API key is reported when an interview starts,
+    not when the engine is built). ``record`` receives ``(session, summary)``
+    after every step — the engine's ``record_interview`` — so state.json's
+    ``interview`` object follows every round.
+    """
+
+    def __init__(
+        self,
+        model: ModelSource,
+        record: Callable[[Any, InterviewSummary], None] | None = None,
+        clock: Callable[[], Any] | None = None,
+    ):
+        self._model_source = model
+        self._model: InterviewModel | None = None
+        self._record = record
+        self._clock = clock
+
+    @property
+    def model(self) -> InterviewModel:
+        if self._model is None:
+            src = self._model_source
+            self._model = src if isinstance(src, InterviewModel) else src()
+        return self._model
+
+    def open(self, job: StageJob, sink: EventSink | None = None) -> InterviewSession:
+        def emit(kind: str, text: str, data: dict) -> None:
+            if sink is not None and kind in ("notice", "interview_round", "interview_done"):
+                sink(WorkerEvent(kind="info", stage=job.stage.id, text=text))
+
+        return InterviewSession.open(
+            run_dir=job.run_dir, project_dir=job.project_dir, stage=job.stage, task=job.task, model=self.model,
+            produces=job.produces, clock=self._clock, emit=emit,
+        )
+
+    def __call__(self, session: Any, job: StageJob, sink: EventSink) -> StageResult:
+        answer = getattr(session, "answer", None)
+        if answer is not None:
+            session.answer = None  # consumed: a failure below leaves the question waiting
+        return self.perform(job, sink, answer=answer, session=session)
+
+    def perform(self, job: StageJob, sink: EventSink, answer: str | None = None, session: Any = None) -> StageResult:
+        iv = self.open(job, sink)
+        st = iv.state
+        if iv.done and not answer:
+            fresh_feedback = job.feedback and job.feedback not in st.feedback
+            if fresh_feedback or job.attempt != st.attempt:
+                st.attempt = job.attempt
+                iv.reopen(job.feedback if fresh_feedback else None)
+        elif job.feedback and job.feedback not in st.feedback:
+            st.feedback.append(job.feedback)
+        st.attempt = job.attempt
+        try:
+            question = iv.answer(answer) if answer else iv.start()
+        finally:
+            if self._record is not None and session is not None:
+                self._record(session, iv.summary())
+        usage = iv.take_usage()
+        if question is not None:
+            raise AwaitingAnswer(question, usage, iv.summary())
+        check = iv.stop_check()
+        summary = (
+            f"interview finished ({st.stopped_by}) after {st.round} rounds; ambiguity {check.ambiguity:.2f} "
+            f"(target {st.threshold:.2f}); stop condition {'holds' if check.holds else 'does not hold'}"
+        )
+        return StageResult(summary=summary, usage=usage)
+
+    def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
+        """The gate of a deep-interview stage: the computed stop condition (then ai+human approval applies)."""
+        return JudgeResult(verdict=interview_verdict(job.run_dir, job.stage.id, job.commands))
+
+
+def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
+    state = load_state(state_path(run_dir, stage_id))
+    if state is None:
+        reason = f"no interview state for stage {stage_id!r} in {run_dir}"
+        return Verdict(passed=False, reasons=[reason], blocking=[reason])
+    failed = [c for c in commands if not c.ok]
+    check = stop_check(state)
+    reasons = check.reasons()
+    blocking = []
+    if state.phase != "done":
+        blocking.append(f"the interview is not finished (round {state.round})")
+    if not check.ambiguity_ok:
+        blocking.append(reasons[0])
+    if check.missing_criteria:
+        blocking.append(reasons[1])
+    blocking += [f"blocking open question: {q}" for q in check.blocking]
+    for c in failed:
+        blocking.append(f"gate command failed: {c.cmd}")
+    non_blocking = [q.text for q in state.open_questions if not q.blocking and not q.resolved]
+    return Verdict(passed=not blocking, reasons=reasons, blocking=blocking, non_blocking=non_blocking)
+
+
+def interview_stage_ids(loop: Loop) -> list[str]:
+    return [s.id for s in loop.stages if s.interview is not None and s.interview.mode == "deep"]
+
+
+def interview_state(run_dir: Path, stage_id: str = "interview") -> InterviewState | None:
+    """The stage's interview as last saved, or None; an unreadable file is an OdinError."""
+    return load_state(state_path(run_dir, stage_id))
+
+
+def pending_question(run_dir: Path, stage_id: str = "interview") -> PendingQuestion | None:
+    try:
+        state = interview_state(run_dir, stage_id)
+    except OdinError:
+        return None
+    return state.pending if state else None
+
+
+def convergence_points(state: InterviewState) -> list[tuple[int, float, str | None]]:
+    """(round, run ambiguity, fired challenge) per answered round, for the live chart."""
+    out = []
+    for r in state.rounds:
+        fired = r.challenge.kind if r.challenge and r.challenge.probe else None
+        out.append((r.number, r.ambiguity, fired))
+    return out
