@@ -1,0 +1,532 @@
+"""The hybrid drive, branch by branch, with the dry worker (and tiny stand-in model workers)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from odin_magic.engine import Engine, WorkerFailed, simulate
+from odin_magic.errors import ConfigError, NoActiveRun, RunLocked, RunRefused, UsageError
+from odin_magic.state import DryOptions, Usage
+from odin_magic.workers.base import JudgeResult, StageResult, Verdict, WorkerError
+
+LINEAR = """
+name: linear
+max_iterations: 3
+stages:
+  - id: a
+    produces: [a.md]
+    gate: {mode: ai, check: a exists}
+  - id: b
+    produces: [b.md]
+    gate: {mode: ai, check: b exists}
+  - id: c
+    produces: [c.md]
+    gate: {mode: ai, check: c exists}
+"""
+
+
+def hist(state):
+    """History without timestamps and evidence paths: what a run did."""
+    return [(e.stage, e.result, e.gate, e.agent) for e in state.history]
+
+
+class Events(list):
+    def __call__(self, event):
+        self.append(event)
+
+    def kinds(self):
+        return [e.kind for e in self]
+
+
+def dry(gates="", approve_all=False, delay=0.0):
+    return DryOptions(gates=[g for g in gates.split(",") if g], approve_all=approve_all, stage_delay=delay)
+
+
+# -- pass / fail / cap ---------------------------------------------------------
+
+
+def test_all_ai_gates_pass_and_the_run_is_done(project, write_loop):
+    write_loop(LINEAR)
+    state = Engine(project).start("linear", "build", dry=dry())
+    assert state.status == "done"
+    assert hist(state) == [("a", "pass", "ai", None), ("b", "pass", "ai", None), ("c", "pass", "ai", None)]
+    assert state.iterations == {} and state.total_iterations == 0  # the happy path is not counted
+    assert state.ended_at is not None and state.current_stage == "c"
+    run_dir = project / ".odin-loop" / "runs" / state.run_id
+    on_disk = json.loads((run_dir / "state.json").read_text())
+    assert on_disk == state.to_json()
+    assert list(on_disk)[:12] == ["run_id", "loop", "task", "started_at", "status", "current_stage", "iterations",
+                                  "total_iterations", "max_iterations", "artifacts", "history", "usage"]
+    assert state.run_id.endswith("-linear") and len(state.run_id) == len("20260614-143501-linear")
+
+
+def test_fail_without_on_fail_retries_the_same_stage(project, write_loop):
+    write_loop(LINEAR)
+    state = Engine(project).start("linear", "build", dry=dry("b:fail"))
+    assert state.status == "done"
+    assert [h[:3] for h in hist(state)] == [
+        ("a", "pass", "ai"), ("b", "fail", "ai"), ("b", "pass", "ai"), ("c", "pass", "ai")]
+    assert state.iterations == {"b": 1} and state.total_iterations == 1
+    fail = state.history[1]
+    assert fail.reason == "dry run: scripted failure (b:fail)"
+    assert state.dry.gates == []
+
+
+def test_fail_with_on_fail_loops_back(project, write_loop):
+    write_loop()
+    events = Events()
+    state = Engine(project, listener=events).start("demo", "build", dry=dry("test:fail,test:fail", approve_all=True))
+    assert state.status == "done"
+    assert [h[:3] for h in hist(state)] == [
+        ("spec", "pass", "ai-pending"), ("spec", "pass", "approved"),
+        ("implement", "pass", "ai"), ("test", "fail", "ai"),
+        ("implement", "pass", "ai"), ("test", "fail", "ai"),
+        ("implement", "pass", "ai"), ("test", "pass", "ai")]
+    assert state.iterations == {"test": 2} and state.total_iterations == 2
+    failed = [e for e in events if e.kind == "gate_failed"]
+    assert [e.data["next_stage"] for e in failed] == ["implement", "implement"]
+
+
+def test_exceeding_max_iterations_fails_the_run_naming_the_blocker(project, write_loop):
+    write_loop(LINEAR)  # max_iterations 3
+    state = Engine(project).start("linear", "build", dry=dry("b:fail,b:fail,b:fail,b:fail"))
+    assert state.status == "failed"
+    assert state.total_iterations == 4 and state.iterations == {"b": 4}
+    assert [h[:2] for h in hist(state)] == [("a", "pass")] + [("b", "fail")] * 4
+    assert "exceeded max_iterations 3" in state.failure_reason and "stage b" in state.failure_reason
+    with pytest.raises(NoActiveRun):
+        Engine(project).run()
+
+
+# -- pauses ----------------------------------------------------------------------
+
+
+def test_pause_then_approve_advances(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    state = engine.start("demo", "build", dry=dry())
+    assert state.status == "awaiting_approval" and state.current_stage == "spec"
+    assert hist(state) == [("spec", "pass", "ai-pending", None)]
+    state = engine.approve()
+    assert state.status == "done"
+    assert hist(state)[:3] == [("spec", "pass", "ai-pending", None), ("spec", "pass", "approved", None),
+                               ("implement", "pass", "ai", None)]
+    with pytest.raises(NoActiveRun):
+        engine.approve()
+
+
+def test_run_at_a_pause_is_approval(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    engine.start("demo", "build", dry=dry())
+    state = engine.run()
+    assert [h[2] for h in hist(state)][:2] == ["ai-pending", "approved"]
+    assert state.status == "done"
+
+
+def test_approve_is_refused_when_not_paused(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    stopper = Events()
+    engine.listener = lambda e: (stopper(e), e.kind == "gate_passed" and engine.request_stop())
+    engine.start("demo", "build", dry=dry(approve_all=True))
+    assert engine.status().status == "running"
+    with pytest.raises(RunRefused, match="not awaiting approval"):
+        engine.approve()
+    with pytest.raises(RunRefused, match="not paused"):
+        engine.revise("more")
+
+
+def test_last_stage_human_gate_pauses_then_approval_finishes(project, write_loop):
+    write_loop("""
+    name: review
+    max_iterations: 2
+    stages:
+      - id: write
+        produces: [notes.md]
+        gate: {mode: ai, check: notes exist}
+      - id: review
+        agent: reviewer
+        consumes: [notes.md]
+        produces: [review.md]
+        gate: {mode: human, check: a human agrees}
+    """)
+    engine = Engine(project)
+    state = engine.start("review", "t", dry=dry())
+    assert state.status == "awaiting_approval" and state.current_stage == "review"
+    state = engine.approve()
+    assert state.status == "done"
+    assert hist(state) == [("write", "pass", "ai", None), ("review", "pass", "ai-pending", "reviewer"),
+                           ("review", "pass", "approved", "reviewer")]
+
+
+def test_revise_reruns_the_paused_stage_with_feedback(project, write_loop):
+    write_loop()
+    events = Events()
+    engine = Engine(project, listener=events)
+    engine.start("demo", "build", dry=dry())
+    state = engine.revise("cover the error cases")
+    assert state.status == "awaiting_approval" and state.current_stage == "spec"
+    assert hist(state) == [("spec", "pass", "ai-pending", None)] * 2
+    assert state.feedback is None  # consumed by the gate that followed
+    started = [e for e in events if e.kind == "stage_started"]
+    assert started[-1].data["feedback"] == "cover the error cases"
+    worker_lines = [e.text for e in events if e.kind == "worker"]
+    assert "feedback: cover the error cases" in worker_lines[-1]
+    with pytest.raises(UsageError):
+        engine.revise("   ")
+
+
+def test_a_human_stage_that_fails_records_the_pending_mode(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    state = engine.start("demo", "build", dry=dry("spec:fail"))  # fails, is retried, passes, pauses
+    assert state.status == "awaiting_approval"
+    state = engine.revise("again")
+    assert [h[:3] for h in hist(state)] == [("spec", "fail", "ai-pending"), ("spec", "pass", "ai-pending"),
+                                            ("spec", "pass", "ai-pending")]
+    assert state.iterations == {"spec": 1}
+    assert all(e.gate != "approved" for e in state.history if e.result == "fail")
+
+
+# -- step / abandon / one active run ---------------------------------------------
+
+
+def test_step_runs_one_stage_without_advancing(project, write_loop):
+    write_loop(LINEAR)
+    engine = Engine(project)
+    engine.listener = lambda e: e.kind == "gate_passed" and engine.request_stop()
+    engine.start("linear", "build", dry=dry())  # stops after a passes; current_stage b
+    state = engine.step("c")
+    assert state.current_stage == "c" and state.status == "running"
+    assert [h[0] for h in hist(state)] == ["a", "c"]
+    with pytest.raises(UsageError, match="no stage 'zz'"):
+        engine.step("zz")
+
+
+def test_step_on_a_human_stage_pauses_and_a_failing_step_is_counted(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    engine.start("demo", "build", dry=dry("test:fail"))
+    state = engine.step("spec")
+    assert state.status == "awaiting_approval" and hist(state)[-1][:3] == ("spec", "pass", "ai-pending")
+    state = engine.step("test")
+    assert hist(state)[-1] == ("test", "fail", "ai", "critic")
+    assert state.iterations == {"test": 1} and state.current_stage == "implement"  # the loopback target
+    assert state.status == "running"
+
+
+def test_one_active_run_per_project(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    first = engine.start("demo", "build", dry=dry())
+    with pytest.raises(RunRefused) as refused:
+        engine.start("demo", "another", dry=dry())
+    assert first.run_id in str(refused.value) and "odin abandon" in str(refused.value)
+    state = engine.abandon()
+    assert state.status == "abandoned" and state.ended_at
+    second = engine.start("demo", "another", dry=dry())
+    assert second.run_id != first.run_id and second.status == "awaiting_approval"
+    assert [s.run_id for s in engine.runs()] == [second.run_id, first.run_id]
+    assert engine.active().run_id == second.run_id
+    assert engine.status(first.run_id).status == "abandoned"
+
+
+def test_nothing_to_continue(project, write_loop):
+    engine = Engine(project)
+    with pytest.raises(NoActiveRun):
+        engine.run()
+    with pytest.raises(NoActiveRun):
+        engine.status()
+    with pytest.raises(NoActiveRun):
+        engine.abandon()
+
+
+# -- resume, stop, locks -----------------------------------------------------------
+
+
+def test_stop_then_resume_in_a_new_engine_gives_the_same_history(project, tmp_path, write_loop):
+    write_loop()
+    opts = dict(gates="test:fail,implement:fail,test:fail", approve_all=True)
+    reference = Engine(project).start("demo", "build", dry=dry(**opts))
+    assert reference.status == "done"
+
+    other = tmp_path / "other"
+    other.mkdir()
+    write_loop(into=other)
+    stops = 0
+    while True:
+        engine = Engine(other)
+        engine.listener = lambda e: e.kind in ("gate_passed", "gate_failed") and engine.request_stop()
+        state = engine.start("demo", "build", dry=dry(**opts)) if stops == 0 else engine.run()
+        stops += 1
+        if not state.active:
+            break
+        assert state.status == "running"  # a stop leaves the run resumable
+    assert stops > 5
+    assert hist(state) == hist(reference)
+    assert state.iterations == reference.iterations and state.total_iterations == reference.total_iterations
+    assert [e.evidence for e in state.history] == [e.evidence for e in reference.history]
+
+
+def test_stop_is_immediate_during_a_stage_delay(project, write_loop):
+    write_loop(LINEAR)
+    started = threading.Event()
+    engine = Engine(project, listener=lambda e: e.kind == "stage_started" and started.set())
+    result = {}
+    t = threading.Thread(target=lambda: result.update(state=engine.start("linear", "t", dry=dry(delay=60))))
+    t.start()
+    assert started.wait(10)
+    assert engine.driving
+    live = engine.status()  # a concurrent reader
+    assert live.status == "running" and live.current_stage == "a"
+    engine.request_stop()
+    t.join(10)
+    assert not t.is_alive()
+    state = result["state"]
+    assert state.status == "running" and len(state.history) == 1  # the current step finished, then stopped
+    assert not engine.driving
+    # the remembered delay is still there; a plain run continues the same way
+    assert Engine(project).status().dry.stage_delay == 60
+
+
+def test_two_drivers_on_one_run_one_is_refused(project, write_loop):
+    write_loop(LINEAR)
+    started = threading.Event()
+    first = Engine(project, listener=lambda e: e.kind == "stage_started" and started.set(), command="odin run first")
+    t = threading.Thread(target=lambda: first.start("linear", "t", dry=dry(delay=60)))
+    t.start()
+    try:
+        assert started.wait(10)
+        second = Engine(project)
+        with pytest.raises(RunLocked) as refused:
+            second.run()
+        message = str(refused.value)
+        assert "pid" in message and "odin run first" in message
+        with pytest.raises(RunLocked):  # the same engine cannot drive twice either
+            first.run()
+        with pytest.raises(RunLocked):
+            second.abandon()
+    finally:
+        first.request_stop()
+        t.join(10)
+    assert Engine(project).abandon().status == "abandoned"  # the lock is free again
+
+
+def test_a_failing_worker_leaves_the_run_resumable(project, write_loop):
+    write_loop(LINEAR)
+
+    class Flaky:
+        """Stands in for a model that gives up once on stage b."""
+
+        def __init__(self):
+            self.failed = False
+
+        def perform(self, job, events):
+            if job.stage.id == "b" and not self.failed:
+                self.failed = True
+                raise WorkerError("rate limited, retries ran out")
+            for path in job.produces.values():
+                path.write_text("x")
+            return StageResult()
+
+        def judge(self, job, events):
+            return JudgeResult(Verdict(passed=True))
+
+    worker = Flaky()
+    engine = Engine(project, worker=worker)
+    with pytest.raises(WorkerFailed, match="rate limited"):
+        engine.start("linear", "t")
+    state = engine.status()
+    assert state.status == "running" and state.current_stage == "b" and [h[0] for h in hist(state)] == ["a"]
+    assert engine.run().status == "done"
+
+
+def test_no_worker_configured_is_a_config_error(project, write_loop, monkeypatch):
+    write_loop(LINEAR)
+    monkeypatch.setitem(sys.modules, "odin_magic.workers.factory", None)  # as if the module did not exist
+    with pytest.raises(ConfigError, match="no model worker"):
+        Engine(project).start("linear", "t")
+    assert not (project / ".odin-loop" / "runs").exists() or not list((project / ".odin-loop" / "runs").iterdir())
+
+
+# -- termination --------------------------------------------------------------------
+
+
+class StepClock:
+    """A clock that moves forward ``step`` seconds each time it is read."""
+
+    def __init__(self, step: float):
+        self.now = datetime(2026, 6, 14, 14, 35, 1)
+        self.step = timedelta(seconds=step)
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_timeout_fails_the_run(project, write_loop):
+    write_loop(LINEAR.replace("max_iterations: 3", "max_iterations: 3\ntimeout_seconds: 30"))
+    state = Engine(project, clock=StepClock(10)).start("linear", "t", dry=dry())
+    assert state.status == "failed" and state.failure_reason.startswith("timed out")
+    assert 0 < len(state.history) < 3
+
+
+def test_no_progress_fails_the_run(project, write_loop):
+    write_loop(DEMO_NO_PROGRESS)
+    state = Engine(project).start("np", "t", dry=dry("test:fail,test:fail,test:fail"))
+    assert state.status == "failed"
+    assert "no progress: 2 consecutive loopbacks" in state.failure_reason
+    assert state.total_iterations == 2 and state.no_progress == 2
+
+
+def test_a_new_gate_passing_resets_no_progress(project, write_loop):
+    write_loop(DEMO_NO_PROGRESS)
+    state = Engine(project).start("np", "t", dry=dry("implement:fail,test:fail"))
+    # implement fails (1), implement passes for the first time (reset), test fails (1), test passes
+    assert state.status == "done" and state.total_iterations == 2 and state.no_progress == 0
+
+
+DEMO_NO_PROGRESS = """
+name: np
+max_iterations: 10
+max_no_progress: 2
+stages:
+  - id: implement
+    produces: [src/]
+    gate: {mode: ai, check: code}
+  - id: test
+    produces: [harness/]
+    gate: {mode: ai, check: tests pass, on_fail: implement}
+"""
+
+
+class MeteredWorker:
+    """Stands in for a model that reports token usage and cost."""
+
+    def __init__(self, tokens: int, usd: float):
+        self.tokens, self.usd = tokens, usd
+
+    def perform(self, job, events):
+        for path in job.produces.values():
+            path.write_text("work")
+        return StageResult(usage=Usage(input_tokens=self.tokens, cost_usd=self.usd))
+
+    def judge(self, job, events):
+        return JudgeResult(Verdict(passed=True), usage=Usage(output_tokens=10))
+
+
+def test_token_budget_fails_the_run(project, write_loop):
+    write_loop(LINEAR + "budget: {max_tokens: 1000}\n")
+    state = Engine(project, worker=MeteredWorker(600, 0.0)).start("linear", "t")
+    assert state.status == "failed" and "1210 tokens used" in state.failure_reason
+    assert [h[0] for h in hist(state)] == ["a"]  # b's work put it over budget before its gate
+    assert state.usage.total.total_tokens == 1210
+    assert state.usage.by_stage["a"].output_tokens == 10
+
+
+def test_usd_budget_fails_the_run(project, write_loop):
+    write_loop(LINEAR + "budget: {max_usd: 0.25}\n")
+    state = Engine(project, worker=MeteredWorker(1, 0.1)).start("linear", "t")
+    assert state.status == "failed" and "$0.3000 spent" in state.failure_reason
+
+
+def test_usage_within_budget_is_recorded_and_survives_a_reload(project, write_loop):
+    write_loop(LINEAR + "budget: {max_tokens: 100000, max_usd: 5}\n")
+    state = Engine(project, worker=MeteredWorker(100, 0.01)).start("linear", "t")
+    assert state.status == "done" and state.usage.total.total_tokens == 330
+    reloaded = Engine(project).status(state.run_id)
+    assert reloaded.usage == state.usage
+
+
+# -- artifacts, evidence, gate commands in a run ------------------------------------
+
+
+def test_artifacts_follow_the_placement_rule(project, write_loop):
+    write_loop()
+    state = Engine(project).start("demo", "t", dry=dry(approve_all=True))
+    rd = f".odin-loop/runs/{state.run_id}"
+    assert state.artifacts == {"spec.md": f"{rd}/spec.md", "src/": "src/", "harness/": f"{rd}/harness/"}
+    assert (project / "src").is_dir() and any((project / "src").iterdir())
+    assert (project / rd / "spec.md").is_file()
+    assert (project / ".odin-loop" / ".gitignore").read_text().splitlines()[1] == "*"
+
+
+def test_gate_evidence_is_saved_and_referenced(project, write_loop):
+    write_loop()
+    state = Engine(project).start("demo", "t", dry=dry("test:fail", approve_all=True))
+    run_dir = project / ".odin-loop" / "runs" / state.run_id
+    for entry in state.history:
+        if entry.gate == "approved":
+            assert entry.evidence is None
+            continue
+        evidence = json.loads((run_dir / entry.evidence).read_text())
+        assert evidence["stage"] == entry.stage and evidence["passed"] == (entry.result == "pass")
+    fail = next(e for e in state.history if e.result == "fail")
+    assert json.loads((run_dir / fail.evidence).read_text())["verdict"]["blocking"]
+
+
+def test_a_failing_gate_command_fails_the_gate_whatever_the_judge_says(project, write_loop):
+    write_loop("""
+    name: cmd
+    max_iterations: 1
+    stages:
+      - id: build
+        produces: [out.md]
+        gate:
+          mode: ai
+          check: it builds
+          run: ["test -f ok.flag"]
+    """)
+    state = Engine(project).start("cmd", "t", dry=DryOptions(run_commands=True))
+    assert state.status == "failed"
+    assert [h[:2] for h in hist(state)] == [("build", "fail"), ("build", "fail")]
+    assert "gate command `test -f ok.flag` exited 1" in state.history[0].reason
+    evidence = json.loads((project / ".odin-loop" / "runs" / state.run_id / state.history[0].evidence).read_text())
+    assert evidence["judged"] is False and evidence["commands"][0]["exit_code"] == 1
+
+
+def test_dry_runs_skip_gate_commands_unless_asked(project, write_loop):
+    write_loop("""
+    name: cmd
+    max_iterations: 1
+    stages:
+      - id: build
+        produces: [out.md]
+        gate: {mode: ai, check: it builds, run: ["exit 3"]}
+    """)
+    state = Engine(project).start("cmd", "t", dry=dry())
+    assert state.status == "done"
+    evidence = json.loads((project / ".odin-loop" / "runs" / state.run_id / state.history[0].evidence).read_text())
+    assert evidence["commands_skipped"] is True and evidence["commands"] == []
+
+
+def test_dry_gate_script_must_name_stages(project, write_loop):
+    write_loop(LINEAR)
+    with pytest.raises(UsageError, match="names no stage"):
+        Engine(project).start("linear", "t", dry=dry("zz:fail"))
+    with pytest.raises(UsageError):
+        Engine(project).start("linear", "  ", dry=dry())
+
+
+def test_the_run_keeps_its_own_copy_of_the_loop(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    engine.start("demo", "t", dry=dry())
+    (project / ".odin-loop" / "loops" / "demo.yaml").write_text("name: demo\nbroken: [")
+    assert engine.run().status == "done"
+
+
+def test_simulate_reports_the_path(project, write_loop):
+    write_loop()
+    result = simulate(project, "demo", "test:fail")
+    assert result["path"] == ["spec", "implement", "test", "implement", "test"]
+    assert result["status"] == "done" and result["iterations"] == {"test": 1} and result["total_iterations"] == 1
+    assert [h["gate"] for h in result["history"]][:2] == ["ai-pending", "approved"]
+    assert not (project / ".odin-loop" / "runs").exists()  # a throwaway directory was used
