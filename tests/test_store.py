@@ -1,0 +1,174 @@
+"""The run store: the event log is authoritative, state.json is a rebuildable cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from odin_magic.engine import Engine
+from odin_magic.errors import RunLocked
+from odin_magic.state import DryOptions
+from odin_magic.store import (
+    LOG_NAME, STATE_NAME, RunCorrupt, RunLock, RunStore, fold, last_record, load_run, read_log, write_atomic,
+)
+
+
+@pytest.fixture
+def finished(project, write_loop):
+    """A finished dry run of the demo loop with two loopbacks: (store, run_dir, final state)."""
+    write_loop()
+    state = Engine(project).start("demo", "t", dry=DryOptions(gates=["test:fail", "test:fail"], approve_all=True))
+    store = RunStore(project)
+    return store, store.run_dir(state.run_id), state
+
+
+def test_state_is_the_fold_of_the_log(finished):
+    store, run_dir, state = finished
+    records, _, torn = read_log(run_dir / LOG_NAME)
+    assert not torn
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    assert all({"seq", "at", "type"} <= set(r) for r in records)
+    assert fold(records).to_json() == state.to_json()
+    assert json.loads((run_dir / STATE_NAME).read_text())["log_seq"] == records[-1]["seq"]
+
+
+def test_one_event_per_gate_evaluation(finished):
+    _, run_dir, state = finished
+    records, _, _ = read_log(run_dir / LOG_NAME)
+    gate_events = [r for r in records if r["type"] == "gate"]
+    assert len(gate_events) == sum(1 for e in state.history if e.gate != "approved")
+    first_fail = next(r for r in gate_events if r["entry"]["result"] == "fail")
+    # the entry, the counters, the next stage and the dry script's consumption travel together
+    assert first_fail["set"]["iterations"] == {"test": 1}
+    assert first_fail["set"]["total_iterations"] == 1
+    assert first_fail["set"]["current_stage"] == "implement"
+    assert first_fail["set"]["dry_gates"] == ["test:fail"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "behind", "ahead"])
+def test_state_json_is_rebuilt_from_the_log(finished, damage):
+    store, run_dir, state = finished
+    path = run_dir / STATE_NAME
+    if damage == "missing":
+        path.unlink()
+    elif damage == "corrupt":
+        path.write_text('{"run_id": "x", "loop')
+    elif damage == "behind":  # what state.json said after seq 3 (the approval)
+        records, _, _ = read_log(run_dir / LOG_NAME)
+        path.write_text(json.dumps(fold(records[:3]).to_json()))
+    else:
+        path.write_text(json.dumps({**state.to_json(), "log_seq": 999, "status": "running"}))
+    loaded = load_run(run_dir)
+    assert loaded.notice and damage in loaded.notice
+    assert loaded.state.to_json() == state.to_json()
+    # a reader tells, and writes nothing (the next driver repairs state.json)
+    before = path.read_bytes() if path.exists() else None
+    notices = []
+    Engine(store.project_dir, listener=lambda e: e.kind == "notice" and notices.append(e.text)).status(state.run_id)
+    assert notices and damage in notices[0]
+    assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_a_driver_repairs_state_json_and_logs_a_notice(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    paused = engine.start("demo", "t", dry=DryOptions())
+    run_dir = RunStore(project).run_dir(paused.run_id)
+    (run_dir / STATE_NAME).unlink()
+    notices = []
+    engine.listener = lambda e: e.kind == "notice" and notices.append(e.text)
+    state = engine.approve()
+    assert state.status == "done" and any("rebuilt from its event log" in n for n in notices)
+    records, _, _ = read_log(run_dir / LOG_NAME)
+    assert any(r["type"] == "notice" for r in records)
+    assert json.loads((run_dir / STATE_NAME).read_text()) == state.to_json()
+
+
+def test_a_torn_last_line_is_ignored_then_cut_off(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    paused = engine.start("demo", "t", dry=DryOptions())
+    run_dir = RunStore(project).run_dir(paused.run_id)
+    log = run_dir / LOG_NAME
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b'{"seq": 3, "at": "2026-01-01T00:00:00", "type": "appro')
+    assert load_run(run_dir).state.to_json() == paused.to_json()  # a reader ignores it
+    assert last_record(log)["seq"] == 2
+    state = engine.approve()
+    assert state.status == "done"
+    records, _, torn = read_log(log)
+    assert not torn and records[2]["type"] == "notice" and "torn" in records[2]["text"]
+    assert log.read_bytes()[size:size + 1] == b"{" and b'"appro\n' not in log.read_bytes()
+
+
+def test_damage_in_the_middle_of_the_log_is_reported(finished):
+    _, run_dir, _ = finished
+    log = run_dir / LOG_NAME
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = b"not json"
+    log.write_bytes(b"\n".join(lines))
+    (run_dir / STATE_NAME).unlink()
+    with pytest.raises(RunCorrupt, match="line 3"):
+        load_run(run_dir)
+
+
+def test_last_record_reads_long_logs_from_the_end(tmp_path):
+    log = tmp_path / LOG_NAME
+    with open(log, "w") as f:
+        for seq in range(1, 3001):
+            f.write(json.dumps({"seq": seq, "type": "notice", "text": "x" * (seq % 50)}) + "\n")
+    assert last_record(log, block=100)["seq"] == 3000
+    assert last_record(tmp_path / "none.jsonl") is None
+    log.write_text('{"seq": 1}')  # only a torn line
+    assert last_record(log) is None
+
+
+def test_write_atomic_leaves_no_temporary_file(tmp_path):
+    target = tmp_path / "state.json"
+    write_atomic(target, "one")
+    write_atomic(target, "two")
+    assert target.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_the_run_lock_names_its_holder(tmp_path):
+    first = RunLock(tmp_path, "r1")
+    first.acquire("odin run demo --task x", "2026-06-14T14:35:01")
+    try:
+        with pytest.raises(RunLocked) as refused:
+            RunLock(tmp_path, "r1").acquire("odin approve", "2026-06-14T14:36:00")
+        message = str(refused.value)
+        assert f"pid {os.getpid()}" in message and socket.gethostname() in message
+        assert "odin run demo --task x" in message and "2026-06-14T14:35:01" in message
+    finally:
+        first.release()
+    again = RunLock(tmp_path, "r1")
+    again.acquire("odin approve", "now")
+    again.release()
+    assert not (tmp_path / "driver.json").exists()
+
+
+def test_layout_and_gitignore(project, write_loop):
+    write_loop()
+    state = Engine(project).start("demo", "t", dry=DryOptions())
+    root = project / ".odin-loop"
+    run_dir = root / "runs" / state.run_id
+    assert {p.name for p in run_dir.iterdir()} >= {"events.jsonl", "state.json", "loop.json", "gates", "spec.md"}
+    lines = (root / ".gitignore").read_text().splitlines()
+    assert "*" in lines and "!loops/**" in lines
+
+
+def test_a_creation_that_crashed_before_its_first_event_is_not_a_run(project, write_loop):
+    write_loop()
+    store = RunStore(project)
+    store.ensure_layout()
+    orphan = store.runs_dir / "20260101-000000-demo"
+    orphan.mkdir()
+    (orphan / LOG_NAME).write_bytes(b"")
+    assert store.run_ids() == []
+    state = Engine(project).start("demo", "t", dry=DryOptions())
+    assert store.run_ids() == [state.run_id]
