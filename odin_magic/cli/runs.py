@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..engine import Engine, simulate
-from ..errors import UsageError
+from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
 from ..report import format_event, render_runs, render_status
 from ..state import DryOptions, RunState
@@ -39,7 +39,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     active = engine.active()
     if args.loop is None or (active is not None and active.loop == args.loop and args.task is None):
         if active is None:
-            raise UsageError("no active run to continue", hint="start one with `odin run LOOP --task TEXT`")
+            raise NoActiveRun(f"no active run to continue in {engine.project_dir}",
+                              hint="start one with `odin run LOOP --task TEXT`")
         if dry_flags:
             print("note: --dry/--gates/--approve-all/--stage-delay apply when a run starts; "
                   f"run {active.run_id} continues with its own options", file=sys.stderr)

@@ -1,0 +1,123 @@
+"""``odin run | approve | revise | step | status | runs | abandon | simulate`` through the real parser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from odin_magic.cli import main
+
+
+def odin(capsys, *args):
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def demo(project, write_loop):
+    write_loop()
+    return str(project)
+
+
+def test_dry_run_pause_status_approve_done(capsys, demo):
+    code, out, _ = odin(capsys, "run", "demo", "--task", "build a thing", "--dry", "--gates", "test:fail",
+                        "--project", demo)
+    assert code == 0
+    assert "▶ spec" in out and "✅ spec gate passed" in out and "odin approve" in out
+
+    code, out, _ = odin(capsys, "status", "--project", demo)
+    assert code == 0
+    assert "⏸ spec  — awaiting approval" in out and "⬜ implement" in out and "⬜ test" in out
+    assert "(dry run)" in out and "build a thing" in out
+
+    code, out, _ = odin(capsys, "approve", "--project", demo)
+    assert code == 0
+    assert "🔄 test gate failed: dry run: scripted failure (test:fail) → implement" in out
+    assert "done" in out.splitlines()[-1]
+
+    code, out, _ = odin(capsys, "status", "--project", demo)
+    assert "✅ spec" in out and "✅ test  — looped 1×" in out and "loops    1/5" in out
+
+    code, out, _ = odin(capsys, "status", "--json", "--project", demo)
+    data = json.loads(out)
+    run_dir = f"{demo}/.odin-loop/runs/{data['run_id']}"
+    assert data == json.loads(open(f"{run_dir}/state.json").read())
+    assert data["status"] == "done" and data["iterations"] == {"test": 1}
+
+
+def test_a_failed_test_stage_shows_as_looped(capsys, demo):
+    odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates", "test:fail", "--project", demo)
+    # step the test stage into a failure: it shows 🔄 until it passes again
+    odin(capsys, "abandon", "--project", demo)
+    odin(capsys, "run", "demo", "--task", "t2", "--dry", "--gates", "test:fail", "--project", demo)
+    code, out, _ = odin(capsys, "step", "test", "--project", demo)
+    assert code == 0 and "🔄 test gate failed" in out
+    code, out, _ = odin(capsys, "status", "--project", demo)
+    assert "🔄 test  — looped 1×" in out and "▶ running" in out
+
+
+def test_continue_revise_step_abandon_runs(capsys, demo):
+    odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)
+    code, out, _ = odin(capsys, "revise", "add error handling", "--project", demo)
+    assert code == 0 and "revising with feedback: add error handling" in out
+    code, out, _ = odin(capsys, "step", "spec", "--project", demo)
+    assert code == 0 and "▶ spec (step)" in out
+    code, out, _ = odin(capsys, "run", "--project", demo)  # at a pause: approval
+    assert code == 0 and "spec approved" in out
+    code, out, _ = odin(capsys, "runs", "--project", demo)
+    assert "done" in out and "(dry)" in out
+    code, out, _ = odin(capsys, "runs", "--json", "--project", demo)
+    runs = json.loads(out)
+    assert len(runs) == 1 and runs[0]["status"] == "done"
+    assert [h["gate"] for h in runs[0]["history"]][:4] == ["ai-pending", "ai-pending", "ai-pending", "approved"]
+
+
+def test_refusals_and_usage_errors(capsys, demo):
+    code, _, err = odin(capsys, "run", "--project", demo)
+    assert code == 1 and "no active run" in err  # UsageError would be 2; NoActiveRun is a refusal
+    code, _, err = odin(capsys, "run", "demo", "--project", demo)
+    assert code == 2 and "needs a task" in err
+    code, _, err = odin(capsys, "run", "demo", "--task", "t", "--gates", "x:fail", "--project", demo)
+    assert code == 2 and "add --dry" in err
+    code, _, err = odin(capsys, "run", "demo", "--task", "t", "--dry", "--gates", "nope", "--project", demo)
+    assert code == 2 and "STAGE:fail" in err
+    code, _, err = odin(capsys, "run", "nosuchloop", "--task", "t", "--dry", "--project", demo)
+    assert code == 2 and "nosuchloop" in err
+
+    assert odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)[0] == 0
+    code, _, err = odin(capsys, "run", "demo", "--task", "another", "--dry", "--project", demo)
+    assert code == 1 and "is still awaiting_approval" in err and "odin abandon" in err
+    assert "Traceback" not in err
+    code, _, err = odin(capsys, "approve", "--project", demo + "/missing")
+    assert code == 2 and "does not exist" in err
+
+
+def test_run_with_the_active_loop_name_continues(capsys, demo):
+    odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)
+    code, out, _ = odin(capsys, "run", "demo", "--project", demo)
+    assert code == 0 and "spec approved" in out
+
+
+def test_a_failed_run_exits_1(capsys, demo):
+    code, out, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates",
+                        ",".join(["test:fail"] * 6), "--project", demo)
+    assert code == 1 and "exceeded max_iterations 5" in out
+
+
+def test_simulate_json(capsys, demo):
+    code, out, _ = odin(capsys, "simulate", "demo", "--gates", "test:fail,test:fail", "--json", "--project", demo)
+    assert code == 0
+    result = json.loads(out)
+    assert set(result) == {"path", "status", "iterations", "total_iterations", "history"}
+    assert result["path"] == ["spec", "implement", "test", "implement", "test", "implement", "test"]
+    assert result["total_iterations"] == 2
+
+
+def test_simulate_text_and_a_failing_simulation(capsys, demo):
+    code, out, _ = odin(capsys, "simulate", "demo", "--project", demo)
+    assert code == 0 and "path       spec → implement → test" in out
+    code, out, _ = odin(capsys, "simulate", "demo", "--gates", ",".join(["spec:fail"] * 6), "--json",
+                        "--project", demo)
+    assert code == 1 and json.loads(out)["status"] == "failed"
