@@ -121,3 +121,48 @@ class BackgroundDrive:
         if not self._done.wait(timeout):
             return None
         return self.outcome
+
+
+class StreamRouter:
+    """``sys.stdout`` / ``sys.stderr`` stand-in: writes from background threads go to a sink.
+
+    A drive's own output goes to its view through events, but libraries it
+    uses may still write to ``sys.stderr`` from their threads (a logging
+    warning, say). In a kernel that text would land in whichever cell is
+    running. While ``route()`` returns a sink (a drive is busy), writes from
+    any thread other than the main one go to that sink instead; everything
+    else passes through to the original stream.
+    """
+
+    def __init__(self, original, name: str, route: Callable[[], Callable[[str, str], None] | None]):
+        self.original = original
+        self.name = name  # "stdout" or "stderr"
+        self.route = route
+
+    def write(self, text: str) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            sink = self.route()
+            if sink is not None:
+                sink(self.name, text)
+                return len(text)
+        return self.original.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.original, name)
+
+
+def install_stream_router(route: Callable[[], Callable[[str, str], None] | None]) -> None:
+    """Put :class:`StreamRouter` in front of ``sys.stdout`` and ``sys.stderr`` (once)."""
+    for name in ("stdout", "stderr"):
+        current = getattr(sys, name)
+        if isinstance(current, StreamRouter):
+            current.route = route
+        else:
+            setattr(sys, name, StreamRouter(current, name, route))
+
+
+def uninstall_stream_router() -> None:
+    for name in ("stdout", "stderr"):
+        current = getattr(sys, name)
+        if isinstance(current, StreamRouter):
+            setattr(sys, name, current.original)

@@ -39,9 +39,14 @@ def loop_diagram(loop: Loop) -> Figure:
     fig = Figure(figsize=(width, 3.2))
     ax = fig.add_subplot()
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_ylim(-1.9, 1.6)
+    index = {s.id: i for i, s in enumerate(loop.stages)}
+    span = max([abs(index[s.gate.on_fail] - i) for i, s in enumerate(loop.stages)
+                if s.gate.on_fail in index] + [1])
+    bottom = -0.75 - 0.25 * span
+    ax.set_ylim(bottom, 1.0)
     ax.axis("off")
     index = {s.id: i for i, s in enumerate(loop.stages)}
+    stage_by_index = {i: s.id for i, s in enumerate(loop.stages)}
     for i, stage in enumerate(loop.stages):
         mode = stage.gate.mode
         box = FancyBboxPatch((i - 0.42, -0.35), 0.84, 0.7, boxstyle="round,pad=0.03",
@@ -50,6 +55,8 @@ def loop_diagram(loop: Loop) -> Figure:
         ax.text(i, 0.1, stage.id, ha="center", va="center", fontsize=8.5, weight="bold")
         agent = stage.resolved_agent
         role = agent.label + (" (fresh)" if agent.fresh and agent.role else "")
+        if stage.interview is not None:
+            role += " · deep interview"
         ax.text(i, -0.17, role, ha="center", va="center", fontsize=7, color="#333")
         gate = "gate: " + mode + (" +cmd" if stage.gate.run else "")
         ax.text(i, 0.5, gate, ha="center", va="bottom", fontsize=7, color="#555")
@@ -59,19 +66,19 @@ def loop_diagram(loop: Loop) -> Figure:
     back_edges = [(index[s.id], index[s.gate.on_fail]) for s in loop.stages
                   if s.gate.on_fail and s.gate.on_fail in index]
     for k, (src, dst) in enumerate(back_edges):
-        depth = 0.35 + 0.12 * (abs(src - dst) + k % 2)
-        rad = 0.45 if src > dst else -0.45
-        if src == dst:
+        if src == dst:  # retry the same stage
             ax.add_patch(FancyArrowPatch((src + 0.2, -0.38), (src - 0.2, -0.38), connectionstyle="arc3,rad=-1.2",
                                          arrowstyle="-|>", mutation_scale=9, color="#c33"))
             continue
+        rad = -(0.35 + 0.08 * (k % 3))  # negative: a leftward (back) edge bends below the boxes
         ax.add_patch(FancyArrowPatch((src, -0.38), (dst, -0.38), connectionstyle=f"arc3,rad={rad}",
                                      arrowstyle="-|>", mutation_scale=9, color="#c33", linestyle="--"))
-        ax.text((src + dst) / 2, -0.4 - depth * abs(src - dst) * 0.55 - 0.05, "on_fail", ha="center",
-                va="top", fontsize=6.5, color="#c33")
+        depth = -rad * abs(src - dst) / 2
+        ax.text((src + dst) / 2, -0.38 - depth - 0.08, f"on_fail {stage_by_index[src]}→{stage_by_index[dst]}",
+                ha="center", va="top", fontsize=6.5, color="#c33")
     title = loop.name + (f" — {loop.description}" if loop.description else "")
     ax.set_title(_clip(title, 110) + f"   (max_iterations {loop.max_iterations})", fontsize=9)
-    ax.text(-0.55, -1.85, "blue: ai gate   orange: ai+human gate (pauses)   red dashed: on_fail loopback",
+    ax.text(-0.55, bottom + 0.02, "blue: ai gate   orange: ai+human gate (pauses)   red dashed: on_fail loopback",
             fontsize=6.5, color="#555", va="bottom")
     return fig
 
@@ -115,6 +122,10 @@ def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure
     ax2b = ax2.twinx()
     ax2b.plot(list(x), cost, "o-", color="#2a2", label="cost (USD)")
     ax2b.set_ylabel("USD", fontsize=8)
+    ax2b.tick_params(axis="y", labelsize=7)
+    if not any(tokens):
+        ax2.set_ylim(0, 1)
+        ax2b.set_ylim(0, 1)
     ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost ${state.usage.total.cost_usd:.4f}", fontsize=9)
     _stage_axis(ax2, ids)
     fig.tight_layout()

@@ -359,6 +359,9 @@ class OdinMagics(Magics):
                 stage_ids = loop.stage_ids() if loop else None
                 chart = ChartHandle(lambda st: run_chart(st, stage_ids))
             runner.attach(view, chart)
+            from .background import install_stream_router
+
+            install_stream_router(self._stray_output_sink)
             display(view.widget)
             if chart is not None:
                 chart.placeholder()
@@ -366,6 +369,15 @@ class OdinMagics(Magics):
             from .widgets import TextRunView
 
             runner.attach(TextRunView())
+
+    def _stray_output_sink(self):
+        """Where background threads' stray writes go: the busy run's Output widget (None: nowhere special)."""
+        for runner in self._runners.values():
+            view = runner.view
+            if runner.drive.busy and view is not None and hasattr(view, "output"):
+                return lambda name, text: (view.output.append_stderr(text) if name == "stderr"
+                                           else view.output.append_stdout(text))
+        return None
 
     def _reuse_or_show(self, runner: NotebookRunner, active) -> None:
         """Approve/revise/step: a fresh live view in this cell (the previous one retires)."""
@@ -569,6 +581,9 @@ def unload_ipython_extension(ipython) -> None:
         table = manager.magics[kind]
         if table.get("odin") is not None and (instance is None or getattr(table["odin"], "__self__", None) is instance):
             del table["odin"]
+    from .background import uninstall_stream_router
+
+    uninstall_stream_router()
     if instance is not None:
         for runner in instance._runners.values():
             runner.stop()  # a driving run ends after its current step and stays resumable

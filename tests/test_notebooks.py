@@ -1,0 +1,90 @@
+"""Every example notebook executes in a real kernel (nbclient), each in a copy in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from nbtools import REPO
+
+NOTEBOOKS = REPO / "example_notebooks"
+
+pytestmark = pytest.mark.slow
+
+
+def execute(name: str, where: Path, extra: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    for file in (name, *extra):
+        shutil.copy(NOTEBOOKS / file, where / file)
+    nb = nbformat.read(where / name, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
+    return nb
+
+
+def outputs_text(nb) -> list[str]:
+    texts = []
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        parts = []
+        for o in c.outputs:
+            if o.output_type == "stream":
+                parts.append(o.text)
+            elif "data" in o:
+                parts.append(o.data.get("text/plain", ""))
+        texts.append("".join(parts))
+    return texts
+
+
+def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_MODEL"):
+        monkeypatch.delenv(var, raising=False)  # offline, whatever the environment says
+    nb = execute("quickstart.ipynb", tmp_path, extra=("quickstart.script.yaml",))
+    texts = outputs_text(nb)
+    assert any("status: done" in t for t in texts)
+    assert any("divide(1, 0) raises ValueError" in t for t in texts)
+    assert not any("Unknown child process" in t for t in texts)  # background noise stays out of cells
+    run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "done"
+    assert [e["stage"] for e in state["history"] if e["gate"] == "approved"] == ["interview", "plan", "review"]
+    assert state["total_iterations"] == 1  # the first implementation failed the harness once
+    assert (tmp_path / "src" / "calc.py").is_file()  # the deliverable, beside the notebook
+    for doc in ("spec.md", "plan.md", "review.md"):
+        assert (run_dir / doc).is_file()
+
+
+def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):
+    nb = execute("authoring.ipynb", tmp_path)
+    texts = outputs_text(nb)
+    joined = "\n".join(texts)
+    assert "on_fial" in joined and "nothing saved" in joined
+    assert "saved to .odin-loop/loops/doc-review.yaml" in joined
+    assert "draft → critique → draft → critique → draft → critique → polish" in joined
+    assert (tmp_path / ".odin-loop" / "loops" / "doc-review.yaml").is_file()
+    pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert pngs, "show draws the loop"
+    assert "status: done" in joined
+
+
+@pytest.mark.skipif(not os.environ.get("ANTHROPIC_API_KEY"), reason="real-claude.ipynb calls the Anthropic API: "
+                    "set ANTHROPIC_API_KEY to run it")
+def test_real_claude_notebook(tmp_path):
+    nb = execute("real-claude.ipynb", tmp_path)
+    assert (tmp_path / "greet.py").is_file()
+    assert any("done" in t for t in outputs_text(nb))
+
+
+def test_real_claude_notebook_stops_at_its_first_cell_without_a_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    from nbclient.exceptions import CellExecutionError
+
+    with pytest.raises(CellExecutionError, match="set ANTHROPIC_API_KEY"):
+        execute("real-claude.ipynb", tmp_path)
+    assert not (tmp_path / ".odin-loop").exists()  # nothing ran
