@@ -1,0 +1,131 @@
+"""A real browser: JupyterLab on 127.0.0.1, headless Debian chromium driven by Playwright.
+
+Opens the quickstart notebook (cut after its first run cell), runs it to the
+first pause, clicks Approve in the rendered widget, and checks that
+state.json advanced. Needs /usr/bin/chromium (``apt-get install -y chromium``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nbtools import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                       "(apt-get install -y chromium); .ci/run installs it"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def quickstart_to_first_pause(where: Path) -> Path:
+    """The quickstart, cut after the cell tagged ``odin-first-pause`` (the run that stops at the interview)."""
+    nb = nbformat.read(REPO / "example_notebooks" / "quickstart.ipynb", as_version=4)
+    cut = next(i for i, c in enumerate(nb.cells) if "odin-first-pause" in c.metadata.get("tags", []))
+    nb.cells = nb.cells[: cut + 1]
+    path = where / "quickstart.ipynb"
+    nbformat.write(nb, path)
+    shutil.copy(REPO / "example_notebooks" / "quickstart.script.yaml", where / "quickstart.script.yaml")
+    return path
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving tmp_path/work; yields its base URL; stopped by its PID."""
+    work = tmp_path / "work"
+    work.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "JPY_SESSION_NAME")}
+    env.update(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.token=",
+         "--ServerApp.password=", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+         f"--ServerApp.root_dir={work}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    log: list[str] = []
+
+    def pump():
+        for line in proc.stderr:
+            log.append(line)
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        while True:  # wait for the server's own "is running at" line (no polling)
+            line = lines.get(timeout=60)
+            if not line:
+                pytest.fail("jupyter lab exited:\n" + "".join(log))
+            if f"127.0.0.1:{port}" in line and "http" in line:
+                break
+        yield f"http://127.0.0.1:{port}", work
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def read_state(work: Path) -> dict:
+    runs = sorted((work / ".odin-loop" / "runs").iterdir())
+    return json.loads((runs[-1] / "state.json").read_text())
+
+
+def test_click_approve_in_jupyterlab_and_the_run_continues(lab):
+    from playwright.sync_api import expect, sync_playwright
+
+    base, work = lab
+    quickstart_to_first_pause(work)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{base}/lab/tree/quickstart.ipynb?reset")
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+            panel = page.locator(".odin-approval")
+            expect(panel).to_contain_text("interview", timeout=90_000)
+            state = read_state(work)
+            assert state["status"] == "awaiting_approval" and state["current_stage"] == "interview"
+            assert (work / ".odin-loop" / "runs" / state["run_id"] / "spec.md").is_file()  # beside the notebook
+
+            approve = page.locator(".jupyter-widgets").get_by_role("button", name="Approve")
+            expect(approve).to_have_count(1)
+            approve.click()
+            # the panel of the next pause (plan) appears: the run continued in the background
+            expect(page.locator(".odin-approval")).to_contain_text("plan", timeout=90_000)
+        finally:
+            browser.close()
+    state = read_state(work)
+    assert state["current_stage"] == "plan" and state["status"] == "awaiting_approval"
+    assert ("interview", "approved") in [(e["stage"], e["gate"]) for e in state["history"]]
