@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import uuid
 from contextlib import AsyncExitStack
@@ -78,6 +79,21 @@ def require_credentials(settings: Settings) -> None:
             hint="set ANTHROPIC_API_KEY in the environment (or ANTHROPIC_AUTH_TOKEN, or an SDK profile via "
             "ANTHROPIC_PROFILE); to run offline, set ODIN_SCRIPT to a scripted-model YAML, or start a dry run",
         )
+
+
+class _ReapedChildFilter(logging.Filter):
+    """Drop asyncio's "Unknown child process pid" warning.
+
+    It is logged when a finished bash shell was already reaped by the
+    ``subprocess`` module (a gate command's Popen cleans up finished children)
+    before asyncio's watcher thread got to it: harmless, and noise in a live view.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_ReapedChildFilter())
 
 
 def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:

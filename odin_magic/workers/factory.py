@@ -24,7 +24,7 @@ def make_worker(settings: Settings, project_dir: Path) -> Worker:
         script = Path(settings.script).expanduser()
         if not script.is_absolute() and (Path(project_dir) / script).is_file():
             script = Path(project_dir) / script
-        model = ScriptedModel.from_file(script)
+        model = ScriptedModel.from_file(script, project_dir=Path(project_dir))
         return ClaudeWorker(settings, client_factory=model.client_factory(max_retries=settings.max_retries))
     require_credentials(settings)
     return ClaudeWorker(settings)

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, Callable, Union
 
 import httpx2
-import yaml
 from anthropic import AsyncAnthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..yamlsource import YamlDocument, YamlError, load_yaml
+from .base import Verdict
 
 CHARS_PER_TOKEN = 4
+POSITION_FILE = "scripted-model.json"  # in the run dir: where the replay stands
 
 # -- wire encoding ---------------------------------------------------------------------------
 
@@ -256,6 +259,21 @@ class Script(_Strict):
     def _default_verdict(cls, value: Any) -> Any:
         return _as_answer(value) if value is not None else value
 
+    def verdict_problems(self) -> list[tuple[tuple, str]]:
+        """Scripted verdicts that are not valid Verdicts (use `malformed:` to script a bad answer on purpose)."""
+        entries = [(("judge", stage, i), a) for stage, answers in self.judge.items() for i, a in enumerate(answers)]
+        if self.default_verdict is not None:
+            entries.append((("default_verdict",), self.default_verdict))
+        problems = []
+        for where, answer in entries:
+            if answer.json_ is not None:
+                try:
+                    Verdict.model_validate(answer.json_)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    problems.append((where + tuple(err["loc"]), f"not a verdict: {err['msg']}"))
+        return problems
+
     @field_validator("answers", mode="before")
     @classmethod
     def _answers(cls, value: Any) -> Any:
@@ -267,26 +285,47 @@ class Script(_Strict):
         return value
 
 
+def _position(doc: YamlDocument, loc: tuple) -> str:
+    """``line:column`` of the deepest node of ``loc`` found in the YAML (steps the script's shorthand
+    does not spell out, such as an implied ``turns``, are skipped)."""
+    node = doc.root
+    if node is None:
+        return "1:1"
+    for step in loc:
+        kids = node.children
+        if isinstance(kids, dict) and step in kids:
+            node = kids[step]
+        elif isinstance(kids, list) and isinstance(step, int) and 0 <= step < len(kids):
+            node = kids[step]
+    return f"{node.line}:{node.column}"
+
+
 def load_script(path: Path) -> Script:
+    """Load and check a script; every mistake is a :class:`ConfigError` naming file, line and field."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"scripted model: cannot read {path}: {exc.strerror or exc}", hint="check ODIN_SCRIPT") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"scripted model: cannot read {path}: {exc}", hint="check ODIN_SCRIPT") from None
+    hint = "see docs/scripted-model.md for the script format"
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})", hint="fix the script") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a script is a mapping with 'stages' (and usually 'judge')", hint="see docs/scripted-model.md")
+        doc = load_yaml(text)
+    except YamlError as exc:
+        raise ConfigError(f"{path}:{exc.line}:{exc.column}: {exc.message}", hint=exc.hint or hint) from None
+    if not isinstance(doc.data, dict):
+        raise ConfigError(f"{path}:1:1: a script is a mapping with 'stages' (and usually 'judge')", hint=hint)
     try:
-        return Script.model_validate(data)
+        script = Script.model_validate(doc.data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"{path}: field {loc}: {err['msg']}", hint="see docs/scripted-model.md for the script format") from None
+        loc = tuple(err["loc"])
+        field = ".".join(str(p) for p in loc)
+        raise ConfigError(f"{path}:{_position(doc, loc)}: field {field}: {err['msg']}", hint=hint) from None
+    for loc, message in script.verdict_problems():
+        field = ".".join(str(p) for p in loc)
+        raise ConfigError(f"{path}:{_position(doc, loc)}: field {field}: {message}",
+                          hint="a verdict needs passed: true|false (script a bad answer with `malformed:`)")
+    return script
 
 
 # -- the fake API ------------------------------------------------------------------------------
@@ -307,19 +346,51 @@ def _substitute(value: Any, tokens: dict[str, str]) -> Any:
 class ScriptedModel:
     """Replays a :class:`Script` as a Messages API. One instance keeps the replay position."""
 
-    def __init__(self, script: Script, source: str = "script"):
+    def __init__(self, script: Script, source: str = "script", project_dir: Path | None = None):
         self.script = script
         self.source = source
+        self.project_dir = Path(project_dir) if project_dir is not None else None
         self._lock = threading.Lock()
-        self._attempts: dict[str, int] = {}  # stage -> attempts started
+        self._positions: dict[str, dict[str, dict[str, int]]] = {}  # run dir -> replay position
         self._calls: dict[str, tuple[Attempt, int]] = {}  # call id -> (attempt, next turn)
-        self._answers: dict[tuple[str, str], int] = {}  # (purpose, stage) -> answers given
         self._cache: set[str] = set()
         self.requests: list[dict[str, Any]] = []  # every request body, in order
 
     @classmethod
-    def from_file(cls, path: Path) -> "ScriptedModel":
-        return cls(load_script(path), source=str(path))
+    def from_file(cls, path: Path, project_dir: Path | None = None) -> "ScriptedModel":
+        """``project_dir`` given: the replay position is kept in each run's dir, so a resumed run
+        (a new process, a restarted kernel) continues the script where it left off."""
+        return cls(load_script(path), source=str(path), project_dir=project_dir)
+
+    # -- replay position ------------------------------------------------------
+
+    def _position_file(self, run_dir: str) -> Path | None:
+        return self.project_dir / run_dir / POSITION_FILE if self.project_dir is not None else None
+
+    def _position(self, run_dir: str) -> dict[str, dict[str, int]]:
+        if run_dir not in self._positions:
+            position: dict[str, dict[str, int]] = {"attempts": {}, "answers": {}}
+            path = self._position_file(run_dir)
+            if path is not None and path.is_file():
+                try:
+                    loaded = json.loads(path.read_text(encoding="utf-8"))
+                    position = {"attempts": dict(loaded["attempts"]), "answers": dict(loaded["answers"])}
+                except (ValueError, KeyError, TypeError):
+                    pass  # a damaged position file: replay from the start
+            self._positions[run_dir] = position
+        return self._positions[run_dir]
+
+    def _advance(self, run_dir: str, kind: str, key: str) -> int:
+        """The number of ``kind`` entries ``key`` has taken so far; counts one more."""
+        position = self._position(run_dir)
+        n = position[kind].get(key, 0)
+        position[kind][key] = n + 1
+        path = self._position_file(run_dir)
+        if path is not None and path.parent.is_dir():
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(position), encoding="utf-8")
+            os.replace(tmp, path)
+        return n
 
     # -- clients ---------------------------------------------------------------
 
@@ -363,8 +434,7 @@ class ScriptedModel:
                 return error_response(
                     400, f"scripted model: {self.source} has no turns for stage {stage!r} (add stages.{stage})"
                 )
-            n = self._attempts.get(stage, 0)
-            self._attempts[stage] = n + 1
+            n = self._advance(tokens["run_dir"], "attempts", stage)
             self._calls[call] = (attempts[min(n, len(attempts) - 1)], 0)
         attempt, index = self._calls[call]
         self._calls[call] = (attempt, index + 1)
@@ -394,9 +464,7 @@ class ScriptedModel:
         if not answers:
             where = f"judge.{stage} (or default_verdict)" if purpose == "judge" else f"answers.{purpose}.{stage}"
             return error_response(400, f"scripted model: {self.source} has no answer for {purpose} of stage {stage!r} (add {where})")
-        key = (purpose, stage)
-        n = self._answers.get(key, 0)
-        self._answers[key] = n + 1
+        n = self._advance(tokens["run_dir"], "answers", f"{purpose}/{stage}")
         answer = answers[min(n, len(answers) - 1)]
         if answer.error is not None:
             return error_response(answer.error.status, answer.error.message, retry_after_ms=answer.error.retry_after_ms)
