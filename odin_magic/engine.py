@@ -277,6 +277,8 @@ class Engine:
             loop = self.loop_for(handle.run_id)
             worker = self._worker_for(handle.state)
             session = Session(handle, loop, worker, {e.stage for e in handle.state.history if e.result == "pass"})
+            with self._view_lock:
+                self._session = session
             if notice:
                 self._record(session, "notice", text=notice)
                 self._emit("notice", session.state, text=notice)

@@ -395,6 +395,8 @@ class RunStore:
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
         try:
+            for stale in [*d.glob(".*.tmp"), *d.glob("gates/.*.tmp")]:  # atomic writes cut short by a crash
+                stale.unlink(missing_ok=True)
             log_path = d / LOG_NAME
             notices = []
             records, good, torn = read_log(log_path)
