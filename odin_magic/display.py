@@ -100,6 +100,8 @@ def stage_checklist(state: RunState, stage_ids: Sequence[str] | None = None) -> 
         note = f"looped ×{loops}" if loops else ""
         if sid == state.current_stage and state.status == "awaiting_approval":
             mark, note = AWAITING, _join(note, "awaiting approval")
+        elif sid == state.current_stage and state.status == "awaiting_answer":
+            mark, note = AWAITING, _join(note, "waiting for your answer")
         elif sid == state.current_stage and state.status == "running":
             mark = LOOPED
             note = _join(note, "working" if last.get(sid) != "fail" else "retrying")
@@ -129,9 +131,10 @@ def _money(value: float) -> str:
 class StatusDisplay(_Display):
     """``%odin status``: loop, task, stage, status, iterations, checklist, interview, usage."""
 
-    def __init__(self, state: RunState, loop: Loop | None = None):
+    def __init__(self, state: RunState, loop: Loop | None = None, question: str | None = None):
         self.state = state
         self.loop = loop
+        self.question = question  # the interview's waiting question, rendered as text
 
     @property
     def rows(self) -> list[ChecklistRow]:
@@ -164,6 +167,8 @@ class StatusDisplay(_Display):
         lines.append("")
         for row in self.rows:
             lines.append(f"  {row.mark} {row.stage}" + (f"  ({row.note})" if row.note else ""))
+        if self.question:
+            lines += ["", self.question]
         hint = _next_hint(self.state)
         if hint:
             lines += ["", hint]
@@ -181,6 +186,7 @@ class StatusDisplay(_Display):
         return (
             f"<div class='odin-status'><table class='odin-t'>{facts}</table>"
             f"<ul style='list-style:none;padding-left:4px'>{checklist}</ul>"
+            + (f"<pre>{_e(self.question)}</pre>" if self.question else "")
             + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
             + "</div>"
         )
@@ -190,6 +196,8 @@ def _next_hint(state: RunState) -> str:
     if state.status == "awaiting_approval":
         return (f"{state.current_stage} passed its gate and waits for you: "
                 "%odin approve, or %odin revise \"feedback\".")
+    if state.status == "awaiting_answer":
+        return f"{state.current_stage} asks you a question: %odin answer \"your answer\"."
     if state.status == "running":
         return "Running (or stopped mid-run): %odin run continues it, %odin stop ends it after the current step."
     return ""

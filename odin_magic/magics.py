@@ -16,6 +16,7 @@ import argparse
 import os
 import shlex
 from pathlib import Path
+from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -38,6 +39,11 @@ from .runner import NotebookRunner
 from .state import DryOptions
 
 DEFAULT_LOOP = "spec-harness-tdd"
+
+#: Called as ``setup(engine, magics)`` for each Engine the notebook builds, before it drives:
+#: the seam where, e.g., the deep interview installs ``engine.interview_runner`` with the
+#: notebook's settings (``magics.settings()``).
+ENGINE_SETUP: list[Callable[[Any, "OdinMagics"], None]] = []
 
 
 class OdinUsageError(UsageError):
@@ -176,7 +182,10 @@ class OdinMagics(Magics):
     def _make_engine(self, project_dir: Path, listener=None):
         from .engine import Engine
 
-        return Engine(project_dir, listener=listener, command="%odin (notebook)")
+        engine = Engine(project_dir, listener=listener, command="%odin (notebook)")
+        for setup in ENGINE_SETUP:
+            setup(engine, self)
+        return engine
 
     def _make_worker(self, project_dir: Path):
         """The worker for real (not dry) runs: Claude, or the scripted model when ``script`` is set."""
@@ -332,7 +341,7 @@ class OdinMagics(Magics):
         if state is None:
             return None
         loop = self._load_loop(state.loop, quiet=True)
-        return StatusDisplay(state, loop)
+        return StatusDisplay(state, loop, runner.pending_question(state))
 
     def _cmd_stop(self, args):
         runner = self.runner()
@@ -351,7 +360,8 @@ class OdinMagics(Magics):
         if self.use_widgets():
             from .widgets import RunView
 
-            view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status)
+            view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
+                           question_source=runner.pending_question)
             chart = None
             if self.charts:
                 from .charts import ChartHandle, run_chart
@@ -375,8 +385,7 @@ class OdinMagics(Magics):
         for runner in self._runners.values():
             view = runner.view
             if runner.drive.busy and view is not None and hasattr(view, "output"):
-                return lambda name, text: (view.output.append_stderr(text) if name == "stderr"
-                                           else view.output.append_stdout(text))
+                return view._append
         return None
 
     def _reuse_or_show(self, runner: NotebookRunner, active) -> None:
@@ -397,7 +406,7 @@ class OdinMagics(Magics):
             return NoRunDisplay(str(runner.project_dir))
         if state is None:
             return NoRunDisplay(str(runner.project_dir))
-        return StatusDisplay(state, self._load_loop(state.loop, quiet=True))
+        return StatusDisplay(state, self._load_loop(state.loop, quiet=True), runner.pending_question(state))
 
     def _cmd_runs(self, args):
         return RunsDisplay(self.runner().runs())

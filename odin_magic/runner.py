@@ -149,12 +149,23 @@ class NotebookRunner:
 
     def answer(self, text: str) -> None:
         """Answer the interview's waiting question (the interview plugs in ``Engine.answer``)."""
-        self._require_active()
+        state = self._require_active()
         answer = getattr(self.engine, "answer", None)
-        if answer is None:
-            raise RunRefused("no interview question is waiting",
-                             hint="answers are for a deep-interview stage's questions")
+        if answer is None or state.status != "awaiting_answer":
+            raise RunRefused(f"no interview question is waiting (run {state.run_id} is {state.status})",
+                             hint="answers are for a deep-interview stage's questions; %odin status shows the run")
         self.drive.submit("answer", lambda: answer(text))
+
+    def pending_question(self, state: RunState) -> str | None:
+        """The interview's waiting question as text (None when no interview waits, or none is installed)."""
+        if state.status != "awaiting_answer":
+            return None
+        try:
+            from .interview.runner import pending_question, render_question
+        except ImportError:
+            return None
+        question = pending_question(self.engine.run_dir(state.run_id), state.current_stage)
+        return render_question(question) if question is not None else None
 
     def abandon(self) -> RunState:
         if self.drive.busy:

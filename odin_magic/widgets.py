@@ -20,12 +20,14 @@ from .loop import Loop
 from .state import RunState
 
 PREVIEW_CHARS = 1500
+MAX_OUTPUT_ENTRIES = 400
 
 
 class RunActions(Protocol):
     def approve(self) -> None: ...
     def revise(self, feedback: str) -> None: ...
     def stop(self) -> None: ...
+    def answer(self, text: str) -> None: ...
 
 
 def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -120,13 +122,48 @@ class ApprovalPanel:
         self.actions.stop()
 
 
+class AnswerPanel:
+    """The interview's waiting question, an answer box and Send (the interview may offer richer widgets)."""
+
+    def __init__(self, stage: str, question: str, actions: RunActions):
+        import ipywidgets as w
+
+        self.stage = stage
+        self.actions = actions
+        self.answer_box = w.Textarea(placeholder="your answer", layout=w.Layout(width="100%", height="60px"))
+        self.send_button = w.Button(description="Send answer", button_style="primary", icon="paper-plane")
+        self.message = w.HTML()
+        self.send_button.on_click(self._send)
+        self.widget = w.VBox([
+            w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> asks</h4>"
+                   f"<pre style='white-space:pre-wrap'>{html.escape(question or '(see %odin status)')}</pre>"),
+            self.answer_box, self.send_button, self.message,
+        ], layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
+        self.widget.add_class("odin-answer")
+
+    def _send(self, _button) -> None:
+        text = self.answer_box.value.strip()
+        if not text or self.send_button.disabled:
+            return
+        self.send_button.disabled = True
+        self.answer_box.disabled = True
+        try:
+            self.actions.answer(text)
+            self.message.value = "Answer sent: the interview continues in the background."
+        except Exception as exc:
+            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
+
+
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
     def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None,
-                 state_source: Callable[[], RunState] | None = None):
+                 state_source: Callable[[], RunState] | None = None,
+                 question_source: Callable[[RunState], str | None] | None = None):
         import ipywidgets as w
 
+        self.question_source = question_source  # the interview's waiting question, as text
+        self.answer_panel: AnswerPanel | None = None
         self.state_source = state_source  # the live RunState, read when the run pauses
         self.loop = loop
         self.project_dir = Path(project_dir)
@@ -203,12 +240,18 @@ class RunView:
             total = state.usage.total
             self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
             done = state.status in ("done", "failed", "abandoned")
-            self.stop_button.disabled = done or state.status == "awaiting_approval"
+            self.stop_button.disabled = done or state.status in ("awaiting_approval", "awaiting_answer")
             if state.status == "awaiting_approval":
                 self._show_approval(state)
-            elif self.approval is not None and state.status != "awaiting_approval":
+            elif state.status == "awaiting_answer":
+                question = self.question_source(state) if self.question_source else None
+                self.answer_panel = AnswerPanel(state.current_stage, question or "", self.actions)
+                self.approval = None
+                self.approval_box.children = (self.answer_panel.widget,)
+            elif self.approval is not None or self.answer_panel is not None:
                 self.approval_box.children = ()
                 self.approval = None
+                self.answer_panel = None
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
@@ -252,17 +295,17 @@ class RunView:
                 if self.approval is not None:
                     self.approval_box.children = ()
                     self.approval = None
-                self.output.append_stdout(f"── {stage} ──\n")
+                self._append("stdout", f"── {stage} ──\n")
             elif kind == "worker":
                 text = event.text if event.text.endswith("\n") else event.text + "\n"
-                self.output.append_stdout(text)
+                self._append("stdout", text)
             elif kind == "gate_command":
                 code = event.data.get("exit_code")
                 ok = code == 0 and not event.data.get("timed_out")
                 line = f"{'✓' if ok else '✗'} {event.text}" + ("" if ok else
                        " (timed out)" if event.data.get("timed_out") else f" (exit {code})")
                 self._pending_commands.append(line)
-                self.output.append_stdout(f"$ {line}\n")
+                self._append("stdout", f"$ {line}\n")
             elif kind == "gate_verdict":
                 self._pending_verdict = dict(event.data)
             elif kind in ("gate_passed", "gate_failed") and stage:
@@ -279,9 +322,9 @@ class RunView:
                 self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
                 self._marks[stage] = PASSED if passed else LOOPED
                 if not passed:
-                    self.output.append_stdout(f"✗ gate failed: {event.text}\n")
+                    self._append("stdout", f"✗ gate failed: {event.text}\n")
                     self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
-            elif kind == "paused" and stage:
+            elif kind in ("paused", "awaiting_answer") and stage:
                 self._marks[stage] = AWAITING
                 if self.state_source is not None:
                     self.show_state(self.state_source())  # the approval panel appears now
@@ -300,7 +343,7 @@ class RunView:
                         "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
                     self.usage.value = f"tokens {tokens:,}, cost ${float(total.get('cost_usd', 0.0)):.4f}"
             elif kind == "notice":
-                self.output.append_stdout(f"note: {event.text}\n")
+                self._append("stdout", f"note: {event.text}\n")
             self._render_checklist()
 
     def show_error(self, message: str) -> None:
@@ -308,7 +351,22 @@ class RunView:
             self.status_line.value = f"<span style='color:#c33'>{html.escape(message)}</span>"
 
     def append_stderr(self, text: str) -> None:
-        self.output.append_stderr(text)
+        self._append("stderr", text)
+
+    def _append(self, name: str, text: str) -> None:
+        """Append to the run's Output widget, keeping it bounded (each append re-sends its whole state)."""
+        with self._lock:
+            outputs = self.output.outputs
+            if len(outputs) >= MAX_OUTPUT_ENTRIES:
+                kept = outputs[-(MAX_OUTPUT_ENTRIES // 2):]
+                earlier = len(outputs) - len(kept)
+                note = {"output_type": "stream", "name": "stdout",
+                        "text": f"… {earlier} earlier lines trimmed (the run's events.jsonl and evidence keep everything)\n"}
+                self.output.outputs = (note,) + tuple(kept)
+            if name == "stderr":
+                self.output.append_stderr(text)
+            else:
+                self.output.append_stdout(text)
 
     def retire(self) -> None:
         """A newer view took over (a later cell): stop offering buttons here."""
