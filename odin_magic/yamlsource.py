@@ -44,12 +44,13 @@ from .errors import OdinError
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
-MAX_NODES = 100_000
+MAX_NODES = 20_000  # a real loop file has a few hundred
 
 _TAG = "tag:yaml.org,2002:"
 _ALLOWED_SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
 _ALLOWED_COLLECTION_TAGS = {_TAG + "map", _TAG + "seq"}
 _MERGE_TAG = _TAG + "merge"
+_STR = _TAG + "str"
 
 try:  # libyaml is much faster on large inputs; the pure-Python parser behaves the same
     _Loader = yaml.CSafeLoader
@@ -146,7 +147,12 @@ class _Builder:
     # -- events ---------------------------------------------------------------
     def feed(self, event) -> None:
         line, column = _mark(event.start_mark)
-        if isinstance(event, DocumentStartEvent):
+        if isinstance(event, ScalarEvent):
+            self._count(1, line, column)
+            value = self._scalar(event, line, column)
+            info = NodeInfo(line, column, line, column)
+            self._add(value, info, event, line, column, is_merge=self._is_merge(event))
+        elif isinstance(event, DocumentStartEvent):
             self.documents += 1
             if self.documents > 1:
                 raise YamlError(
@@ -155,11 +161,6 @@ class _Builder:
                     column,
                     hint="a loop file holds exactly one document; remove the extra '---' section",
                 )
-        elif isinstance(event, ScalarEvent):
-            self._count(1, line, column)
-            value = self._scalar(event, line, column)
-            info = NodeInfo(line, column, line, column)
-            self._add(value, info, event, line, column, is_merge=self._is_merge(event))
         elif isinstance(event, AliasEvent):
             if event.anchor not in self.anchors:
                 raise YamlError(f"unknown alias '*{event.anchor}'", line, column, hint="define the anchor '&' before using it")
@@ -244,9 +245,11 @@ class _Builder:
                 self._refuse_tag(tag, line, column)
             # An implicit type we do not accept (a date, a timestamp): keep the text.
             return event.value
+        if tag == _STR:
+            return event.value
         node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
-            return self.constructor.construct_object(node, deep=True)
+            return SafeConstructor.yaml_constructors[tag](self.constructor, node)
         except (yaml.YAMLError, ValueError) as exc:
             raise YamlError(f"cannot read the value {event.value!r}: {exc}", line, column) from None
 
