@@ -1,0 +1,117 @@
+"""A deep interview inside a real run: the engine pauses for answers, records the summary, gates by the stop condition.
+
+The Claude worker runs the other stages over the offline scripted Messages API;
+the worker script's ``interview:`` section is the interview script.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from odin_magic.config import Settings
+from odin_magic.engine import Engine
+from odin_magic.errors import RunRefused
+from odin_magic.interview.topology import TopologyEditError
+from odin_magic.workers.claude import ClaudeWorker
+from odin_magic.workers.scripted import ScriptedModel, load_script
+
+pytestmark = pytest.mark.skipif(not hasattr(Engine, "answer"), reason="the engine has no answer() yet")
+
+LOOP = """
+name: talk
+max_iterations: 5
+stages:
+  - id: interview
+    interview: {mode: deep, challenges: [contrarian@2]}
+    produces: [spec.md, interview-log.md]
+    gate: {mode: ai+human, check: the stop condition holds}
+  - id: build
+    consumes: [spec.md]
+    gate: {mode: ai, check: built}
+"""
+
+SCRIPT = """
+stages:
+  build:
+    - text: built it
+default_verdict: {passed: true, reasons: [fine]}
+interview:
+  goal: Review imports
+  components: [Ingestion, Export]
+  rounds:
+    1:
+      question: "Which formats arrive?"
+      assessment:
+        scores: {Ingestion: {goal: .9, constraints: .9, criteria: .9}}
+        criteria: {Ingestion: ["Given a CSV of 3 rows, when imported, then 3 rows are stored"]}
+    2:
+      challenge: {probe: "Do we need an export at all?"}
+      assessment:
+        scores: {Export: {goal: .9, constraints: .9, criteria: .8}}
+        criteria: {Export: ["Given 2 rows, when exported, then the CSV has 3 lines"]}
+        challenge_outcome: the export stays, CSV only
+"""
+
+
+@pytest.fixture
+def engine(project):
+    (project / ".odin-loop" / "loops").mkdir(parents=True)
+    (project / ".odin-loop" / "loops" / "talk.yaml").write_text(textwrap.dedent(LOOP))
+    (project / "script.yaml").write_text(textwrap.dedent(SCRIPT))
+    settings = Settings(model="claude-test", script=project / "script.yaml", max_retries=0)
+    fake = ScriptedModel(load_script(project / "script.yaml"))
+    events = []
+    eng = Engine(project, worker=ClaudeWorker(settings, client_factory=fake.client_factory(max_retries=0)),
+                 listener=events.append)
+    eng.events = events
+    return eng
+
+
+def test_an_interview_run_pauses_for_each_answer_and_then_for_approval(engine, project):
+    state = engine.start("talk", "csv review")
+    assert (state.status, state.current_stage) == ("awaiting_answer", "interview")
+    question = [e for e in engine.events if e.kind == "question"][-1]
+    assert question.data["question"]["kind"] == "topology" and "C1 Ingestion, C2 Export" in question.text
+    with pytest.raises(RunRefused):
+        engine.approve()
+    with pytest.raises(TopologyEditError):
+        engine.answer("defer Reporting")
+    assert engine.status().status == "awaiting_answer"
+    state = engine.answer("confirm")
+    assert state.status == "awaiting_answer" and state.interview.rounds == 0
+    state = engine.answer("CSV from two banks")
+    assert state.interview.model_dump() == {
+        "threshold": 0.15, "rounds": 1, "ambiguity": 1.0, "topology": ["Ingestion", "Export"]}
+    assert [e for e in engine.events if e.kind == "question"][-1].data["question"]["kind"] == "challenge"
+    engine.answer("yes, the accountant needs it")
+    engine.answer("the accountant, monthly")
+    # round 3 asks again (no early exit before round 3); then the stop condition holds
+    state = engine.answer("by bank reference")
+    assert state.status == "awaiting_approval" and state.current_stage == "interview"
+    assert state.interview.rounds == 3 and state.interview.ambiguity == 0.13
+    assert [h.gate for h in state.history] == ["ai-pending"]
+    verdict = [e for e in engine.events if e.kind == "gate_verdict"][-1].data
+    assert verdict["passed"] and "run ambiguity 0.13 <= threshold 0.15" in verdict["reasons"]
+    run_dir = engine.run_dir(state.run_id)
+    on_disk = json.loads((run_dir / "state.json").read_text())
+    assert on_disk["interview"] == {"threshold": 0.15, "rounds": 3, "ambiguity": 0.13,
+                                    "topology": ["Ingestion", "Export"]}
+    assert "## Convergence" in (run_dir / "spec.md").read_text()
+    state = engine.approve()
+    assert state.status == "done"
+    assert [h.gate for h in state.history] == ["ai-pending", "approved", "ai"]
+
+
+def test_a_new_engine_resumes_the_waiting_question(engine, project):
+    engine.start("talk", "csv review")
+    engine.answer("confirm")
+    again = Engine(project, worker=engine.worker)
+    events = []
+    again.listener = events.append
+    state = again.run()  # at a question, run shows the question again; it does not approve anything
+    assert state.status == "awaiting_answer"
+    assert [e.data["question"]["round"] for e in events if e.kind == "question"] == [1]
+    assert again.answer("CSV from two banks").interview.rounds == 1

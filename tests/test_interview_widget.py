@@ -1,0 +1,62 @@
+"""The question panel: every button sends the same text `%odin answer` would, to a real interview."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from odin_magic.interview import InterviewSession, ScriptedInterviewModel
+from odin_magic.interview.widget import QuestionPanel
+from odin_magic.loop import Stage
+
+SCRIPT = """
+components: [Ingestion, Export]
+rounds:
+  1:
+    question: "Which parser?"
+    candidates: [{answer: the csv module, why: stdlib, confidence: high}, {answer: pandas}]
+    assessment: {scores: {Ingestion: {goal: .5, constraints: .5, criteria: .5}}}
+  default:
+    auto_answer: {assumption: "CSV only", confidence: medium}
+    assessment: {scores: {Export: {goal: .5}}}
+"""
+
+
+def session(tmp_path: Path) -> InterviewSession:
+    stage = Stage.model_validate({"id": "interview", "interview": {"mode": "deep", "challenges": []},
+                                  "produces": ["spec.md", "interview-log.md"],
+                                  "gate": {"mode": "ai+human", "check": "c"}})
+    return InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t",
+                                 model=ScriptedInterviewModel.from_yaml(SCRIPT))
+
+
+def test_buttons_and_the_answer_box_answer_the_interview(tmp_path):
+    s = session(tmp_path)
+    panel = QuestionPanel(s.start(), s.answer, state=s.state)
+    assert [b.description for b in panel.buttons] == ["Send answer", "Confirm topology"]
+    # a bad edit typed in the box: the error is shown and the panel stays usable
+    panel.answer_box.value = "defer Reporting"
+    panel.send_button.click()
+    assert "no component named &#x27;Reporting&#x27;" in panel.message.value and not panel.send_button.disabled
+    panel.confirm_button.click()
+    assert s.pending.round == 1 and panel.send_button.disabled
+
+    panel = QuestionPanel(s.pending, s.answer, state=s.state)
+    assert [b.description for b in panel.buttons] == [
+        "Send answer", "1) the csv module", "2) pandas", "You decide", "Skip"]
+    assert panel.chart is None  # no round answered yet
+    panel.option_buttons[1].click()
+    assert s.state.rounds[0].answer == "pandas" and s.pending.round == 2
+
+    panel = QuestionPanel(s.pending, s.answer, state=s.state)
+    assert panel.chart is not None and bytes(panel.chart.value).startswith(b"\x89PNG")
+    panel.decide_button.click()
+    assert s.state.rounds[1].answered_by == "auto"
+
+    panel = QuestionPanel(s.pending, s.answer, state=s.state)
+    panel.skip_button.click()
+    assert s.state.rounds[2].answered_by == "skipped"
+
+    panel = QuestionPanel(s.pending, s.answer, state=s.state)
+    panel.answer_box.value = "  monthly, by the accountant  "
+    panel.send_button.click()
+    assert s.state.rounds[3].answer == "monthly, by the accountant"
