@@ -57,6 +57,21 @@ def _stamp(dt: datetime) -> str:
     return _local_naive(dt).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _copy_state(state: RunState) -> RunState:
+    """A snapshot for readers, cheap even with a long history.
+
+    The fold (:func:`odin_magic.store.apply`) only appends history entries and
+    replaces or updates containers, so the snapshot gets its own containers and
+    shares the (never modified) history entries: treat them as read-only.
+    """
+    return state.model_copy(update={
+        "history": list(state.history),
+        "iterations": dict(state.iterations),
+        "artifacts": dict(state.artifacts),
+        "dry": state.dry.model_copy(update={"gates": list(state.dry.gates)}) if state.dry is not None else None,
+    })
+
+
 @dataclass
 class Session:
     """One drive of one run: the locked run, its loop, the worker, what has passed."""
@@ -208,7 +223,7 @@ class Engine:
         with self._view_lock:
             s = self._session
             if s is not None and (run_id is None or run_id == s.state.run_id):
-                return s.state.model_copy(deep=True)
+                return _copy_state(s.state)
         if run_id is not None:
             return self._read(run_id).state
         active = self._find_active()
@@ -223,7 +238,7 @@ class Engine:
         """Every run of the project, newest first."""
         out = []
         with self._view_lock:
-            live = self._session.state.model_copy(deep=True) if self._session else None
+            live = _copy_state(self._session.state) if self._session else None
         for run_id in reversed(self.store.run_ids()):
             if live is not None and live.run_id == run_id:
                 out.append(live)
@@ -234,7 +249,7 @@ class Engine:
     def active(self) -> RunState | None:
         with self._view_lock:
             if self._session is not None and self._session.state.active:
-                return self._session.state.model_copy(deep=True)
+                return _copy_state(self._session.state)
         return self._find_active()
 
     def loop_for(self, run_id: str) -> Loop:
@@ -560,7 +575,7 @@ class Engine:
 
     def _snapshot(self, s: Session) -> RunState:
         with self._view_lock:
-            return s.state.model_copy(deep=True)
+            return _copy_state(s.state)
 
     def _pause_text(self, s: Session) -> str:
         return (f"✅ {s.state.current_stage} gate passed; awaiting approval: "

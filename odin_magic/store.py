@@ -57,6 +57,9 @@ SETTABLE = (
 )
 
 
+_HISTORY_MARK = "\u0000history\u0000"
+
+
 class RunCorrupt(OdinError):
     """An event log that cannot be read (not a torn last line: damage in the middle)."""
 
@@ -274,6 +277,7 @@ class RunHandle:
         self._lock = lock
         self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
         self._saved_seq = state.log_seq if state is not None else 0
+        self._history_json: list[str] = []
         self.closed = False
 
     @property
@@ -292,8 +296,26 @@ class RunHandle:
         return record
 
     def save(self) -> None:
-        write_atomic(self.run_dir / STATE_NAME, json.dumps(self.state.to_json(), ensure_ascii=False, indent=1))
+        write_atomic(self.run_dir / STATE_NAME, self._state_text())
         self._saved_seq = self.state.log_seq
+
+    def _state_text(self) -> str:
+        """state.json's text, equal to ``json.dumps(state.to_json())`` in content.
+
+        History entries never change once written, so each is serialised once and
+        kept: rewriting state.json costs little more than writing its bytes.
+        """
+        history = self.state.history
+        cache = self._history_json
+        for entry in history[len(cache):]:
+            cache.append(json.dumps(entry.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
+                                    separators=(",", ":")))
+        head = self.state.model_dump(mode="json", exclude_none=True, exclude={"history"})
+        ordered = {k: (_HISTORY_MARK if k == "history" else head[k])
+                   for k in type(self.state).model_fields if k == "history" or k in head}
+        text = json.dumps(ordered, ensure_ascii=False, indent=1)
+        body = "[\n  " + ",\n  ".join(cache) + "\n ]" if cache else "[]"
+        return text.replace(json.dumps(_HISTORY_MARK), body, 1)
 
     def close(self) -> None:
         if self.closed:

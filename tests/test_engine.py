@@ -530,3 +530,13 @@ def test_simulate_reports_the_path(project, write_loop):
     assert result["status"] == "done" and result["iterations"] == {"test": 1} and result["total_iterations"] == 1
     assert [h["gate"] for h in result["history"]][:2] == ["ai-pending", "approved"]
     assert not (project / ".odin-loop" / "runs").exists()  # a throwaway directory was used
+
+
+def test_a_status_snapshot_does_not_change_as_the_run_goes_on(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    paused = engine.start("demo", "t", dry=dry("test:fail"))
+    before = paused.to_json()
+    engine.approve()
+    assert paused.to_json() == before
+    assert engine.status().to_json() != before
