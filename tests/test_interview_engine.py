@@ -115,3 +115,22 @@ def test_a_new_engine_resumes_the_waiting_question(engine, project):
     assert state.status == "awaiting_answer"
     assert [e.data["question"]["round"] for e in events if e.kind == "question"] == [1]
     assert again.answer("CSV from two banks").interview.rounds == 1
+
+
+def test_the_terminal_answers_with_odin_answer(engine, project, capsys, monkeypatch):
+    from odin_magic import cli
+
+    if "interview" not in cli._COMMAND_MODULES:
+        pytest.skip("the CLI does not load odin_magic.cli.interview yet")
+    monkeypatch.setenv("ODIN_SCRIPT", str(project / "script.yaml"))
+    monkeypatch.delenv("ODIN_INTERVIEW_SCRIPT", raising=False)
+    engine.start("talk", "csv review")
+    capsys.readouterr()
+    assert cli.main(["question", "--project", str(project)]) == 0
+    assert "Round 0 | Topology" in capsys.readouterr().out
+    assert cli.main(["answer", "defer", "Reporting", "--project", str(project)]) == 1
+    assert "no component named 'Reporting'" in capsys.readouterr().err
+    assert cli.main(["answer", "confirm", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "Round 1 | Component: Ingestion | Targeting: goal | Ambiguity: 100%\nWhich formats arrive?" in out
+    assert 'odin answer "..."' in out
