@@ -284,7 +284,11 @@ class _Checker:
             fix = f"rename it to '{guess}'" if guess else f"remove it; the keys allowed here are: {', '.join(allowed)}"
             if not guess:
                 elsewhere = did_you_mean(last, _FIELD_HOMES)
-                if elsewhere:
+                if elsewhere == last:
+                    home = _FIELD_HOMES[last]
+                    message = f"{last!r} does not belong here: it belongs under `{home}`"
+                    fix = f"move it under `{home}` (check its indentation)"
+                elif elsewhere:
                     home = _FIELD_HOMES[elsewhere]
                     message += f" (did you mean {elsewhere!r}? it belongs under `{home}`)"
                     fix = f"move it under `{home}` as '{elsewhere}'"

@@ -128,7 +128,7 @@ class _Builder:
         self.constructor = SafeConstructor()
         self.anchors: dict[str, tuple[Any, NodeInfo]] = {}
         self.total = 0
-        # Each open collection: [kind, data, info, anchor, pending_key, pending_key_pos, merges, explicit_keys]
+        # one frame per open mapping or list: its data, NodeInfo, anchor, pending key, merges, keys seen
         self.stack: list[dict] = []
         self.result: tuple[Any, NodeInfo] | None = None
         self.documents = 0

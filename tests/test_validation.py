@@ -125,6 +125,13 @@ def test_unknown_key_at_the_wrong_level_points_to_its_home():
     assert "did you mean 'on_fail'? it belongs under `stages[].gate`" in err.message
 
 
+def test_a_right_key_at_the_wrong_level_says_where_it_belongs():
+    text = (FIXTURES / "unknown-key-good.yaml").read_text().replace("      on_fail: build", "    on_fail: build")
+    [err] = validate_text(text, "cell").errors
+    assert err.field == "stages[1].on_fail" and (err.line, err.column) == (19, 5)
+    assert err.message == "'on_fail' does not belong here: it belongs under `stages[].gate`"
+
+
 def test_unknown_key_without_a_close_match_lists_the_allowed_keys():
     text = "name: x\nversion: 1\ndescription: d\nmax_iterations: 2\nzebra: 1\nstages:\n  - id: a\n    gate: {mode: ai, check: c}\n"
     [err] = validate_text(text, "cell").errors
@@ -281,3 +288,37 @@ def test_the_example_loop_in_the_docs_is_valid():
     for example in examples:
         report = validate_text(example, "docs/writing-loops.md", expected_name="docs-fix")
         assert report.ok and report.warnings == [], report.format()
+
+
+def test_mangled_loops_never_raise_and_always_point_inside_the_text():
+    """Deterministic fuzzing: cut, duplicate and retype pieces of the built-in loops."""
+    import random
+
+    rng = random.Random(20260614)
+    sources = [p.read_text() for p in sorted(LOOPS.glob("*.yaml"))]
+    junk = ["", " ", "\n", ":", "- ", "{", "]", "&a ", "*a", "!!str ", "'", '"', "\t", "agent: ", "on_fail: x\n",
+            "gate:\n", "  ", "null", "[1, 2]", "{role: critic}", "\x00", "\ufeff", "<<: *a\n"]
+    for _ in range(300):
+        text = rng.choice(sources)
+        lines = text.splitlines(keepends=True)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(lines))
+            action = rng.randrange(4)
+            if action == 0:
+                del lines[i]
+            elif action == 1:
+                lines.insert(i, lines[rng.randrange(len(lines))])
+            elif action == 2:
+                j = rng.randrange(len(lines[i]) + 1)
+                lines[i] = lines[i][:j] + rng.choice(junk) + lines[i][j:]
+            else:
+                lines[i] = lines[i].replace("ai", rng.choice(["ai+human", "human", "aii", "7", ""]), 1)
+            if not lines:
+                lines = ["\n"]
+        mangled = "".join(lines)
+        report = validate_text(mangled, "fuzz")
+        line_count = mangled.count("\n") + 2
+        for d in report.errors + report.warnings:
+            assert 1 <= d.line <= line_count and d.column >= 1, (d, mangled)
+            assert d.message and d.severity in ("error", "warning")
+        assert (report.loop is not None) == report.ok
