@@ -1,4 +1,4 @@
-"""A local fake of the Messages API for tests: an httpx2 mock transport that records every request.
+"""A local fake of the Messages API for tests: an httpx2 mock transport (or a server on 127.0.0.1) that records every request.
 
 Tests queue replies (``reply``/``tool``/``error``/``verdict``/``raw``) and drive
 the REAL ``AsyncAnthropic`` client (and through it the Claude worker) against
@@ -8,10 +8,12 @@ its headers and JSON body, so tests assert on what was actually sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
 
 import httpx2
 from anthropic import AsyncAnthropic
@@ -108,6 +110,39 @@ class FakeMessages:
 
     def factory(self, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:
         return lambda: self.client(max_retries=max_retries)
+
+    @contextlib.contextmanager
+    def serve(self) -> Iterator[str]:
+        """Serve this fake over real HTTP on 127.0.0.1; yields the base URL."""
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("content-length", "0"))
+                request = httpx2.Request("POST", f"http://127.0.0.1{self.path}", headers=dict(self.headers.items()),
+                                         content=self.rfile.read(length))
+                response = fake.handle(request)
+                body = response.read()
+                self.send_response(response.status_code)
+                for key, value in response.headers.items():
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(key, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
 
     def bodies(self, purpose: str | None = None, stage: str | None = None) -> list[Recorded]:
         return [

@@ -262,3 +262,29 @@ def test_worker_error_through_the_engine_leaves_the_run_resumable(project: Path,
         engine.start("once", "anything")
     state = engine.active()
     assert state is not None and state.status == "running" and state.current_stage == "only"
+
+
+def test_settings_from_the_environment_reach_a_real_http_server(project: Path, fake: FakeMessages, monkeypatch):
+    key = "sk-ant-test-never-written-0042"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("ODIN_MODEL", "claude-opus-5")
+    monkeypatch.setenv("ODIN_MAX_TOKENS", "1234")
+    monkeypatch.delenv("ODIN_SCRIPT", raising=False)
+    loop = loop_from(LOOP)
+    job = stage_job(loop, "spec", project)
+    fake.tool("write", {"file_path": os.path.relpath(job.produces["spec.md"], project), "content": "spec"})
+    fake.reply("done", usage={"input_tokens": 1_000_000, "output_tokens": 0})
+    with fake.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        worker = make_worker(Settings.from_env(), project)
+        result = worker.perform(job, Events())
+    assert job.produces["spec.md"].read_text() == "spec"
+    first = fake.requests[0]
+    assert first.body["model"] == "claude-opus-5" and first.body["max_tokens"] == 1234
+    assert key in first.headers.get("authorization", "") + first.headers.get("x-api-key", "")
+    assert "anthropic-version" in first.headers
+    assert result.usage.cost_usd == pytest.approx(5.0 + (10 * 5 + 5 * 25) / 1e6)  # opus: $5 in, $25 out per Mtok
+    # the key is never written anywhere: not in the run dir, not in the project
+    for path in project.rglob("*"):
+        if path.is_file():
+            assert key not in path.read_text(errors="replace"), path
