@@ -121,3 +121,38 @@ def test_simulate_text_and_a_failing_simulation(capsys, demo):
     code, out, _ = odin(capsys, "simulate", "demo", "--gates", ",".join(["spec:fail"] * 6), "--json",
                         "--project", demo)
     assert code == 1 and json.loads(out)["status"] == "failed"
+
+
+def test_starting_another_loop_without_a_task_names_the_active_run(capsys, demo, write_loop):
+    write_loop(LINEAR_TEXT)
+    odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)
+    code, _, err = odin(capsys, "run", "linear", "--project", demo)
+    assert code == 1 and "(loop demo) is still awaiting_approval" in err and "odin abandon" in err
+
+
+LINEAR_TEXT = """
+name: linear
+max_iterations: 1
+stages:
+  - id: a
+    produces: [a.md]
+    gate: {mode: ai, check: a exists}
+"""
+
+
+def test_status_shows_the_interview_convergence():
+    from odin_magic.report import render_status
+    from odin_magic.state import HistoryEntry, InterviewSummary, RunState
+
+    state = RunState(
+        run_id="20260614-143501-x", loop="x", task="t", started_at="2026-06-14T14:35:01",
+        current_stage="interview", max_iterations=5,
+        interview=InterviewSummary(threshold=0.15, rounds=4, ambiguity=0.13, topology=["Ingestion", "Export"]),
+        history=[HistoryEntry(stage="interview", result="fail", gate="ai-pending", at="2026-06-14T14:40:00",
+                              reason="too vague")],
+        iterations={"interview": 1}, total_iterations=1,
+    )
+    text = render_status(state)
+    assert "interview round 4, ambiguity 0.13 vs threshold 0.15 (converged)" in text
+    assert "topology: Ingestion, Export" in text
+    assert "🔄 interview  — looped 1×" in text and "— too vague" in text

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..engine import Engine, simulate
-from ..errors import NoActiveRun, UsageError
+from ..errors import NoActiveRun, RunRefused, UsageError
 from ..events import EngineEvent
 from ..report import format_event, render_runs, render_status
 from ..state import DryOptions, RunState
@@ -37,7 +37,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     engine = _engine(args)
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     active = engine.active()
-    if args.loop is None or (active is not None and active.loop == args.loop and args.task is None):
+    continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
+    if continuing:
         if active is None:
             raise NoActiveRun(f"no active run to continue in {engine.project_dir}",
                               hint="start one with `odin run LOOP --task TEXT`")
@@ -46,6 +47,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"run {active.run_id} continues with its own options", file=sys.stderr)
         return _exit(engine.run())
     if args.task is None:
+        if active is not None:
+            raise RunRefused(
+                f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
+                hint="continue it with `odin run`, or give it up with `odin abandon`")
         raise UsageError(f"starting loop {args.loop!r} needs a task", hint=f'odin run {args.loop} --task "what you are building"')
     if (args.gates or args.approve_all or args.stage_delay or args.run_commands) and not args.dry:
         raise UsageError("--gates, --approve-all, --stage-delay and --run-commands apply to dry runs", hint="add --dry")
