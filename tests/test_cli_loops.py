@@ -129,6 +129,23 @@ def test_list_json_with_a_project_override(capsys, tmp_path):
         assert {"name", "description", "stage_count", "source", "overrides_builtin", "valid"} <= set(entry)
 
 
+def test_list_marks_the_active_runs_loop(capsys, tmp_path):
+    from odin_magic.engine import Engine
+
+    code, out, _ = run(capsys, "list", "--project", str(tmp_path), "--json")
+    assert json.loads(out)["active_loop"] is None
+    assert not (tmp_path / ".odin-loop").exists()  # listing leaves no trace
+
+    state = Engine(tmp_path).start("bugfix", "a dry run that pauses at the review", dry=True)
+    assert state.status == "awaiting_approval"
+    code, out, _ = run(capsys, "list", "--project", str(tmp_path), "--json")
+    data = json.loads(out)
+    assert data["active_loop"] == "bugfix"
+    assert [e["name"] for e in data["loops"] if e["active"]] == ["bugfix"]
+    code, out, _ = run(capsys, "list", "--project", str(tmp_path))
+    assert [ln for ln in out.splitlines() if "<- active run" in ln][0].startswith("bugfix ")
+
+
 def test_list_text(capsys, tmp_path):
     _project_loop(tmp_path, "broken", "name: broken\nmax_iterations: 0\nstages: []\n")
     code, out, _ = run(capsys, "list", "--project", str(tmp_path))

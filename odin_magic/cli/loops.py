@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..catalog import LoopCatalog
-from ..errors import UsageError
+from ..errors import OdinError, UsageError
 from ..loop import Loop, loop_json_schema
 from ..validation import ValidationReport, reports_to_json, validate_file
 
@@ -92,15 +92,31 @@ def _project(args: argparse.Namespace) -> Path:
     return project
 
 
+def _active_loop(project: Path) -> str | None:
+    """The loop of the project's active run, if one is running or paused."""
+    if not (project / ".odin-loop" / "runs").is_dir():
+        return None
+    from ..engine import Engine  # the engine sits above the catalog; only `list` needs it
+
+    try:
+        active = Engine(project).active()
+    except OdinError:
+        return None
+    return active.loop if active is not None else None
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    catalog = LoopCatalog(_project(args))
+    project = _project(args)
+    catalog = LoopCatalog(project)
     entries = catalog.entries()
+    active = _active_loop(project)
     if args.json:
         print(
             json.dumps(
                 {
-                    "project": str(catalog.project_dir.resolve()),
-                    "loops": [e.to_dict() for e in entries],
+                    "project": str(project.resolve()),
+                    "active_loop": active,
+                    "loops": [dict(e.to_dict(), active=e.name == active) for e in entries],
                 },
                 indent=2,
             )
@@ -114,7 +130,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         source = "project (overrides built-in)" if e.overrides_builtin else e.source
         status = "valid" if e.valid else f"INVALID ({e.error_count} error(s))"
         stages = f"{e.stage_count} stages" if e.stage_count is not None else "? stages"
-        print(f"{e.name:<{width}}  {stages:<9}  {source}  {status}")
+        mark = "  <- active run" if e.name == active else ""
+        print(f"{e.name:<{width}}  {stages:<9}  {source}  {status}{mark}")
         if e.description:
             print(f"{'':<{width}}  {e.description}")
     return 0
