@@ -107,15 +107,15 @@ def load_persona(role: str | None, project_dir: Path) -> str:
 def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], harness_dir: Path) -> bool:
     """Whether ``policy`` lets a write/edit touch ``target`` (all paths canonical).
 
-    A ``produces`` entry that is a directory (declared with a trailing ``/`` or
-    existing as one) admits everything below it.
+    A ``produces`` entry that is a directory (``src/``; the engine creates it
+    before the stage runs) admits everything below it.
     """
     if policy.writes == "anywhere":
         return True
     if policy.writes == "none":
         return False
     for allowed in produces:
-        if target == allowed or target.is_relative_to(allowed) and (allowed.is_dir() or not allowed.suffix):
+        if target == allowed or (allowed.is_dir() and target.is_relative_to(allowed)):
             return True
     if policy.writes == "harness+produces" and target.is_relative_to(harness_dir):
         return True
