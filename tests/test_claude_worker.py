@@ -288,3 +288,14 @@ def test_settings_from_the_environment_reach_a_real_http_server(project: Path, f
     for path in project.rglob("*"):
         if path.is_file():
             assert key not in path.read_text(errors="replace"), path
+
+
+def test_revision_feedback_and_the_last_gate_failure_reach_the_model(project: Path, fake: FakeMessages):
+    loop = loop_from(LOOP)
+    job = stage_job(loop, "build", project, feedback="Please name it calculator.py",
+                    last_failure="gate command `pytest` exited 1: test_divide failed")
+    fake.reply("ok")
+    worker_for(fake).perform(job, Events())
+    brief = json.dumps(fake.requests[0].body["messages"][-1])
+    assert "Please name it calculator.py" in brief and "test_divide failed" in brief
+    assert "src/" in brief and "src/calc.py implements add" in brief  # produces and the gate's check

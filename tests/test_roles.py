@@ -101,6 +101,9 @@ def test_explore_reads_only(project: Path):
     assert (job.run_dir / "notes.md").read_text() == "some notes\n"
     assert not (project / "escaped.txt").exists()
     assert len(events.of("tool")) == 6  # every call is streamed, refused or not
+    recorded = [json.loads(line) for line in (job.run_dir / "tool-refusals.jsonl").read_text().splitlines()]
+    assert [(r["stage"], r["role"]) for r in recorded] == [("look", "explore")] * 3
+    assert "may not use the bash tool" in recorded[2]["message"]
 
 
 def test_planner_writes_only_its_produces(project: Path):

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import uuid
 from contextlib import AsyncExitStack
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
@@ -49,6 +51,7 @@ ClientFactory = Callable[[], AsyncAnthropic]
 T = TypeVar("T")
 
 JUDGE_MAX_TOKENS = 4_096
+REFUSALS_FILE = "tool-refusals.jsonl"  # in the run dir: every refused tool call
 SUMMARY_CHARS = 2_000
 
 
@@ -191,8 +194,10 @@ def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
 class ClaudeWorker:
     """A :class:`~odin_magic.workers.base.Worker` backed by Claude."""
 
-    def __init__(self, settings: Settings, client_factory: ClientFactory | None = None):
+    def __init__(self, settings: Settings, client_factory: ClientFactory | None = None,
+                 clock: Callable[[], datetime] | None = None):
         self.settings = settings
+        self.clock = clock or datetime.now
         self._client_factory = client_factory or default_client_factory(settings)
         self._warned_price: set[str] = set()
 
@@ -211,6 +216,14 @@ class ClaudeWorker:
             self._warned_price.add(model)
             emit(f"no price known for model {model!r}: cost is counted as 0 (set ODIN_PRICES)")
         return usage_with_cost(self.settings, model, usage)
+
+    def _refused(self, job: StageJob, role: str, message: str, emit: Callable[[str, str], None]) -> None:
+        """A refused tool call: streamed, and recorded in the run dir (``tool-refusals.jsonl``)."""
+        emit("tool_refused", message)
+        record = {"at": self.clock().isoformat(timespec="seconds"), "stage": job.stage.id, "role": role,
+                  "attempt": job.attempt, "message": message}
+        with open(Path(job.run_dir) / REFUSALS_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     @staticmethod
     def _tags(stage: str, purpose: str, run_dir: Path, project_dir: Path) -> dict[str, str]:
@@ -272,7 +285,7 @@ class ClaudeWorker:
                 produces=list(job.produces.values()),
                 harness_dir=Path(job.run_dir) / "harness",
                 on_call=lambda line: emit("tool", line),
-                on_refused=lambda msg: emit("tool_refused", msg),
+                on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
                 on_error=lambda msg: emit("info", msg),
             )
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
