@@ -299,3 +299,16 @@ def test_revision_feedback_and_the_last_gate_failure_reach_the_model(project: Pa
     brief = json.dumps(fake.requests[0].body["messages"][-1])
     assert "Please name it calculator.py" in brief and "test_divide failed" in brief
     assert "src/" in brief and "src/calc.py implements add" in brief  # produces and the gate's check
+
+
+def test_perform_works_inside_a_running_event_loop_as_in_jupyter(project: Path, fake: FakeMessages):
+    loop = loop_from(LOOP)
+    fake.tool("bash", {"command": "echo from-a-loop"})
+    fake.reply("ok")
+    worker = worker_for(fake)
+
+    async def cell():  # a notebook cell runs inside the kernel's event loop
+        return worker.perform(stage_job(loop, "build", project), Events())
+
+    assert asyncio.run(cell()).summary == "ok"
+    assert "from-a-loop" in json.dumps(fake.requests[-1].body["messages"][-1])
