@@ -49,6 +49,19 @@ class WorkerFailed(OdinError):
     """A stage could not be completed by its worker; the run stays resumable."""
 
 
+class _NeverRaised(Exception):
+    pass
+
+
+def _awaiting_answer() -> type[Exception]:
+    """The interview's AwaitingAnswer, when the interview package is installed."""
+    try:
+        from .interview.runner import AwaitingAnswer
+    except ModuleNotFoundError:
+        return _NeverRaised
+    return AwaitingAnswer
+
+
 def _local_naive(dt: datetime) -> datetime:
     return dt.astimezone().replace(tzinfo=None) if dt.tzinfo else dt
 
@@ -80,6 +93,7 @@ class Session:
     loop: Loop
     worker: Worker
     passed: set[str] = field(default_factory=set)
+    answer: str | None = None  # the user's reply to a waiting interview question (read by the runner)
 
     @property
     def state(self) -> RunState:
@@ -162,6 +176,22 @@ class Engine:
         with self._driving(), self._open_active() as s:
             if s.state.status == "awaiting_approval":
                 self._approve(s)
+            elif s.state.status == "awaiting_answer":  # ask the interview again; nothing is approved
+                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
+            return self._drive(s)
+
+    def answer(self, text: str) -> RunState:
+        """Answer the deep interview's waiting question, then drive on (the next question, or the gate)."""
+        if not text or not text.strip():
+            raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
+        with self._driving(), self._open_active() as s:
+            if s.state.status != "awaiting_answer":
+                raise RunRefused(
+                    f"no interview question is waiting (run {s.state.run_id} is {s.state.status})",
+                    hint="answers are for a deep-interview stage's questions; `odin status` shows the run",
+                )
+            s.answer = text.strip()
+            self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
             return self._drive(s)
 
     def approve(self) -> RunState:
@@ -361,7 +391,7 @@ class Engine:
                     continue
                 self._emit("paused", st, stage=st.current_stage, text=self._pause_text(s))
                 break
-            if st.status != "running":
+            if st.status != "running":  # done, failed, abandoned, or awaiting_answer (already announced)
                 break
             if self._stop.is_set():
                 self._emit("stopped", st, stage=st.current_stage,
@@ -372,11 +402,49 @@ class Engine:
             self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
         return self._snapshot(s)
 
+    def _interview_runner_for(self, s: Session, stage: Stage) -> InterviewRunner | None:
+        """The runner for a deep-interview stage of a real run (dry runs treat it like any stage)."""
+        if stage.interview is None or s.state.dry is not None:
+            return None
+        if self.interview_runner is None:
+            try:
+                from .interview.claude import make_interview_model
+                from .interview.runner import DeepInterviewRunner
+            except ModuleNotFoundError as exc:
+                if not (exc.name or "").startswith("odin_magic.interview"):
+                    raise
+                return None  # no interview support installed: the worker performs the stage
+            settings = getattr(s.worker, "settings", None)
+            if settings is None:
+                from .config import Settings
+
+                settings = Settings.from_env()
+            project_dir = self.project_dir
+            self.interview_runner = DeepInterviewRunner(
+                lambda: make_interview_model(settings, project_dir), record=self.record_interview, clock=self.clock)
+        return self.interview_runner
+
     def _perform(self, s: Session, stage: Stage, job: StageJob, sink: Callable[[WorkerEvent], None]) -> StageResult:
-        """The one place a stage's work is done: interview stages go to the interview runner when set."""
-        if stage.interview is not None and self.interview_runner is not None:
-            return self.interview_runner(s, job, sink)
+        """The one place a stage's work is done: deep-interview stages go to the interview runner."""
+        runner = self._interview_runner_for(s, stage)
+        if runner is not None:
+            return runner(s, job, sink)
         return s.worker.perform(job, sink)
+
+    def _asked(self, s: Session, stage: Stage, asking: Exception) -> None:
+        """The interview waits for an answer: record usage and the summary, pause as awaiting_answer."""
+        if self._add_usage(s, stage.id, getattr(asking, "usage", Usage())):
+            return
+        fields: dict[str, Any] = {"set": {"status": "awaiting_answer", "current_stage": stage.id}}
+        summary = getattr(asking, "summary", None)
+        if summary is not None:
+            fields["interview"] = summary.model_dump()
+        self._record(s, "awaiting_answer", stage=stage.id, **fields)
+        question = getattr(asking, "question", None)
+        data = {"question": question.model_dump(mode="json")} if hasattr(question, "model_dump") else {}
+        self._emit("question", s.state, stage=stage.id, text=getattr(asking, "text", str(asking)), data=data)
+        self._emit("awaiting_answer", s.state, stage=stage.id,
+                   text=f"{stage.id} waits for your answer: `odin answer TEXT` (`odin question` shows it again)")
 
     def _run_stage(self, s: Session, stage: Stage, stepping: bool) -> None:
         st = s.state
@@ -401,6 +469,9 @@ class Engine:
                    data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
         try:
             result = self._perform(s, stage, job, sink)
+        except _awaiting_answer() as asking:
+            self._asked(s, stage, asking)
+            return
         except WorkerError as exc:
             self._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {exc}")
             raise WorkerFailed(
@@ -421,9 +492,11 @@ class Engine:
                        data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
 
         run_commands = st.dry is None or st.dry.run_commands
+        runner = self._interview_runner_for(s, stage)
+        judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
         try:
             outcome = gates.evaluate(
-                stage, produces, judge_job, s.worker, sink,
+                stage, produces, judge_job, judge, sink,
                 env=gates.command_env(self.project_dir, run_dir, st.run_id, stage.id),
                 cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
             )
@@ -458,7 +531,7 @@ class Engine:
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence
-        changes: dict[str, Any] = {"feedback": None}
+        changes: dict[str, Any] = {"feedback": None, "status": "running"}
         if produced:
             changes["artifacts"] = produced
         if st.dry is not None and isinstance(s.worker, DryWorker):

@@ -9,11 +9,13 @@ from typing import Any, Callable
 #: run_started, stage_started, worker (a WorkerEvent: text / tool / tool_refused / info),
 #: gate_command (one gate.run command finished), gate_verdict, gate_passed, gate_failed,
 #: paused (awaiting approval), approved, revised, usage, stopped (stop requested, run resumable),
-#: done, failed, abandoned, notice (e.g. "state rebuilt from the event log").
+#: done, failed, abandoned, notice (e.g. "state rebuilt from the event log");
+#: question (a deep interview asks: text = the rendered question, data["question"]) followed by
+#: awaiting_answer (the run pauses for the answer).
 EVENT_KINDS = (
     "run_started", "stage_started", "worker", "gate_command", "gate_verdict", "gate_passed",
     "gate_failed", "paused", "approved", "revised", "usage", "stopped", "done", "failed",
-    "abandoned", "notice",
+    "abandoned", "notice", "question", "awaiting_answer",
 )
 
 

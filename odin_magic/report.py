@@ -12,7 +12,7 @@ from .loop import Loop
 from .state import RunState
 
 PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
-STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "done": "✅", "failed": "❌", "abandoned": "✖"}
+STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "done": "✅", "failed": "❌", "abandoned": "✖"}
 
 
 def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
@@ -25,9 +25,10 @@ def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, st
     for sid in ids:
         loops = state.iterations.get(sid, 0)
         note = f"looped {loops}×" if loops else ""
-        if state.status == "awaiting_approval" and sid == state.current_stage:
+        if state.status in ("awaiting_approval", "awaiting_answer") and sid == state.current_stage:
             mark = AWAITING
-            note = "awaiting approval" + (f", {note}" if note else "")
+            waiting = "awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer"
+            note = waiting + (f", {note}" if note else "")
         elif last.get(sid) == "pass":
             mark = PASSED
         elif last.get(sid) == "fail":
@@ -134,4 +135,8 @@ def format_event(event: EngineEvent) -> str | None:
         return f"✖ {text}"
     if k == "notice":
         return f"note: {text}"
+    if k == "question":
+        return text
+    if k == "awaiting_answer":
+        return f"{AWAITING} {text}"
     return None

@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunStatus = Literal["running", "awaiting_approval", "done", "failed", "abandoned"]
-ACTIVE_STATUSES = ("running", "awaiting_approval")
+RunStatus = Literal["running", "awaiting_approval", "awaiting_answer", "done", "failed", "abandoned"]
+#: awaiting_answer: a deep-interview stage waits for the user's answer (see Engine.answer).
+ACTIVE_STATUSES = ("running", "awaiting_approval", "awaiting_answer")
 
 #: History's gate vocabulary (seed 000): ``ai`` an ai gate auto-passed (or was
 #: judged and failed); ``ai-pending`` an ai+human/human stage passed AI judgment

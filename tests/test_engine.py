@@ -540,3 +540,74 @@ def test_a_status_snapshot_does_not_change_as_the_run_goes_on(project, write_loo
     engine.approve()
     assert paused.to_json() == before
     assert engine.status().to_json() != before
+
+
+# -- the interview seam ----------------------------------------------------------------
+
+
+def test_interview_stages_go_to_the_interview_runner(project, write_loop):
+    """A plugged-in runner performs deep-interview stages and judges their gate; other stages use the worker."""
+    from odin_magic.interview.runner import AwaitingAnswer
+    from odin_magic.state import InterviewSummary
+
+    write_loop("""
+    name: talk
+    max_iterations: 3
+    stages:
+      - id: interview
+        interview: {mode: deep}
+        produces: [spec.md, interview-log.md]
+        gate: {mode: ai, check: the stop condition holds}
+      - id: build
+        produces: [b.md]
+        gate: {mode: ai, check: built}
+    """)
+    summary = InterviewSummary(threshold=0.15, rounds=1, ambiguity=0.4, topology=["A"])
+
+    class Runner:
+        """Stands in for the deep interview: asks once, then finishes."""
+
+        def __init__(self):
+            self.answers = []
+
+        def __call__(self, session, job, sink):
+            if session.answer is None:
+                raise AwaitingAnswer(_question(), Usage(input_tokens=5), summary)
+            self.answers.append(session.answer)
+            for path in job.produces.values():
+                path.write_text("done")
+            return StageResult(usage=Usage(input_tokens=7))
+
+        def judge(self, job, events):
+            return JudgeResult(Verdict(passed=True, reasons=["computed stop condition"]))
+
+    class Worker(MeteredWorker):
+        def judge(self, job, events):
+            assert job.stage.id != "interview", "the runner judges interview stages"
+            return super().judge(job, events)
+
+    events = Events()
+    runner = Runner()
+    engine = Engine(project, worker=Worker(1, 0.0), listener=events, interview_runner=runner)
+    state = engine.start("talk", "t")
+    assert state.status == "awaiting_answer" and state.current_stage == "interview"
+    assert state.interview == summary and state.history == []
+    assert events.kinds()[-2:] == ["question", "awaiting_answer"]
+    with pytest.raises(RunRefused):
+        engine.approve()
+    state = engine.run()  # asks again, approves nothing
+    assert state.status == "awaiting_answer" and events.kinds().count("question") == 2
+    state = engine.answer("CSV files")
+    assert runner.answers == ["CSV files"] and state.status == "done"
+    assert [h[0] for h in hist(state)] == ["interview", "build"]
+    assert state.usage.by_stage["interview"].input_tokens == 5 + 5 + 7
+    with pytest.raises(NoActiveRun):
+        engine.answer("more")
+
+
+def _question():
+    from odin_magic.interview.models import PendingQuestion
+
+    fields = PendingQuestion.model_fields
+    data = {"round": 1, "kind": "question", "text": "Which formats arrive?"}
+    return PendingQuestion.model_validate({k: v for k, v in data.items() if k in fields})
