@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     except OdinError as exc:
         print(f"odin: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # e.g. `odin show x | head`
+        try:
+            sys.stdout = None  # type: ignore[assignment]  # nothing more to flush
+        finally:
+            return 0
     except KeyboardInterrupt:
         print("odin: interrupted", file=sys.stderr)
         return 130
