@@ -8,23 +8,28 @@ from ..config import Settings
 from .base import Worker
 
 
+def locate_script(script: Path | str, project_dir: Path) -> Path:
+    """Where a scripted-model path points: relative paths are looked up in the project, then the cwd."""
+    path = Path(script).expanduser()
+    if not path.is_absolute() and (Path(project_dir) / path).is_file():
+        return Path(project_dir) / path
+    return path
+
+
 def make_worker(settings: Settings, project_dir: Path) -> Worker:
     """Build the worker for ``settings``.
 
     ``settings.script`` set: the Claude worker over the offline scripted model
-    (a relative script path is looked up in ``project_dir``, then the current directory). Otherwise the
-    Claude worker over the Anthropic API; a missing API key raises
-    :class:`~odin_magic.errors.ConfigError` here, before any stage starts.
+    (see :func:`locate_script`; the replay position is kept in each run's dir).
+    Otherwise the Claude worker over the Anthropic API; a missing API key
+    raises :class:`~odin_magic.errors.ConfigError` here, before any stage starts.
     """
     from .claude import ClaudeWorker, require_credentials
 
     if settings.script is not None:
         from .scripted import ScriptedModel
 
-        script = Path(settings.script).expanduser()
-        if not script.is_absolute() and (Path(project_dir) / script).is_file():
-            script = Path(project_dir) / script
-        model = ScriptedModel.from_file(script, project_dir=Path(project_dir))
+        model = ScriptedModel.from_file(locate_script(settings.script, project_dir), project_dir=Path(project_dir))
         return ClaudeWorker(settings, client_factory=model.client_factory(max_retries=settings.max_retries))
     require_credentials(settings)
     return ClaudeWorker(settings)
