@@ -9,6 +9,7 @@ takes the parsed arguments and returns the process exit code. Exit codes:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import __version__
@@ -47,11 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     except OdinError as exc:
         print(f"odin: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # e.g. `odin show x | head`
-        try:
-            sys.stdout = None  # type: ignore[assignment]  # nothing more to flush
-        finally:
-            return 0
+    except BrokenPipeError:  # e.g. `odin show x | head`: the reader has gone, say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail
+        return 0
     except KeyboardInterrupt:
         print("odin: interrupted", file=sys.stderr)
         return 130
