@@ -312,3 +312,26 @@ def test_perform_works_inside_a_running_event_loop_as_in_jupyter(project: Path, 
 
     assert asyncio.run(cell()).summary == "ok"
     assert "from-a-loop" in json.dumps(fake.requests[-1].body["messages"][-1])
+
+
+def test_the_budget_also_stops_a_stage_while_it_runs(project: Path, fake: FakeMessages, write_loop):
+    write_loop("""
+        name: long
+        max_iterations: 3
+        budget: {max_tokens: 5000}
+        stages:
+          - id: only
+            produces: [out/]
+            gate: {mode: ai, check: out exists}
+    """)
+    for i in range(4):
+        fake.tool("bash", {"command": f"mkdir -p out && echo {i} > out/{i}.txt"},
+                  usage={"input_tokens": 3000, "output_tokens": 10})
+    events = []
+    engine = Engine(project, worker=worker_for(fake), listener=events.append)
+    state = engine.start("long", "spend")
+    assert state.status == "failed" and "over budget" in (state.failure_reason or "")
+    assert len(fake.requests) == 2 and fake.pending == 2  # stopped mid-stage, no more model calls
+    assert state.usage.total.input_tokens == 6000
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["0.txt"]  # the over-budget call never ran
+    assert any("budget is used up" in e.text for e in events if e.kind == "worker")

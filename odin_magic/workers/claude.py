@@ -41,7 +41,8 @@ from pydantic import ValidationError
 from ..config import Settings, usage_with_cost
 from ..errors import ConfigError
 from ..roles import load_persona, policy_for
-from ..state import Usage
+from ..loop import Loop
+from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 from .conversation import RunThread, estimate_tokens
 from .prompts import JUDGE_RULES, WORKER_RULES, judge_brief, loop_context, stage_brief, system_blocks
@@ -191,6 +192,26 @@ def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
     return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
 
 
+def spent_before(run_dir: Path) -> Usage:
+    """What the run had used before this stage, from its state.json (zero when unreadable)."""
+    try:
+        return RunState.model_validate_json((Path(run_dir) / "state.json").read_text(encoding="utf-8")).usage.total
+    except (OSError, ValueError):
+        return Usage()
+
+
+def over_budget(loop: Loop, used: Usage) -> str | None:
+    """Why ``used`` is past the loop's budget, or None."""
+    budget = loop.budget
+    if budget is None:
+        return None
+    if budget.max_tokens is not None and used.total_tokens > budget.max_tokens:
+        return f"{used.total_tokens} tokens used, budget max_tokens {budget.max_tokens}"
+    if budget.max_usd is not None and used.cost_usd > budget.max_usd:
+        return f"${used.cost_usd:.4f} spent, budget max_usd {budget.max_usd:g}"
+    return None
+
+
 class ClaudeWorker:
     """A :class:`~odin_magic.workers.base.Worker` backed by Claude."""
 
@@ -262,6 +283,7 @@ class ClaudeWorker:
             if dropped:
                 emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
             messages = thread.request_messages(brief)
+        prior = spent_before(job.run_dir)  # the loop's budget also bounds a stage while it runs
         start = len(messages) - 1  # the new stage's user message
         history = list(messages)
         usage = Usage()
@@ -312,6 +334,11 @@ class ClaudeWorker:
                     last = await stream.get_final_message()
                     usage = usage + self._cost(model, usage_of(last), lambda t: emit("info", t))
                     history.append(assistant_param(last))
+                    exceeded = over_budget(job.loop, prior + usage)
+                    if exceeded is not None and last.stop_reason == "tool_use":
+                        emit("info", f"the loop's budget is used up ({exceeded}): the stage stops here")
+                        await runner.close()
+                        break
                     if last.stop_reason == "model_context_window_exceeded":
                         raise WorkerError(
                             f"stage {stage_id}: the conversation outgrew the model's context window. "
