@@ -335,3 +335,16 @@ def test_the_budget_also_stops_a_stage_while_it_runs(project: Path, fake: FakeMe
     assert state.usage.total.input_tokens == 6000
     assert sorted(p.name for p in (project / "out").iterdir()) == ["0.txt"]  # the over-budget call never ran
     assert any("budget is used up" in e.text for e in events if e.kind == "worker")
+
+
+def test_a_stage_ends_at_its_turn_limit_with_a_note(project: Path, fake: FakeMessages):
+    loop = loop_from(LOOP)
+    for i in range(3):
+        fake.tool("bash", {"command": f"echo {i}"})
+    events = Events()
+    job = stage_job(loop, "build", project)
+    worker_for(fake, max_turns=2).perform(job, events)
+    assert len(fake.requests) == 2 and fake.pending == 1
+    assert any("used its 2 model turns" in t for t in events.of("info"))
+    saved = json.loads((job.run_dir / "thread.json").read_text())["segments"][0]["messages"]
+    assert saved[-1]["role"] == "assistant"  # a thread that can be continued: no dangling tool call

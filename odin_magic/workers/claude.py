@@ -344,8 +344,9 @@ class ClaudeWorker:
                             f"stage {stage_id}: the conversation outgrew the model's context window. "
                             "Lower ODIN_CONTEXT_BUDGET or split the stage; the run stays resumable."
                         )
-                    if last.stop_reason == "refusal":
-                        raise WorkerError(f"stage {stage_id}: the model refused to continue: {final_text(last)[:300]}")
+                    if last.stop_reason == "refusal":  # the gate decides what the stage did produce
+                        emit("info", f"the model declined to continue: {final_text(last)[:300]}")
+                        break
                     if last.stop_reason == "tool_use":
                         results = await runner.generate_tool_call_response()  # cached: the runner reuses it
                         if results is not None:
@@ -360,6 +361,8 @@ class ClaudeWorker:
                 err.usage = usage  # type: ignore[attr-defined]
                 raise err from exc
 
+        if last is not None and last.stop_reason == "tool_use" and over_budget(job.loop, prior + usage) is None:
+            emit("info", f"the stage used its {self.settings.max_turns} model turns (ODIN_MAX_TURNS) and ends here")
         summary = final_text(last)[:SUMMARY_CHARS] if last is not None else ""
         if thread is not None:
             thread.add_segment(stage_id, closed_segment(history[start:]), summary)
