@@ -40,6 +40,7 @@ from .state import DryOptions, HistoryEntry, InterviewSummary, RunState, Usage
 LOG_NAME = "events.jsonl"
 STATE_NAME = "state.json"
 LOOP_NAME = "loop.json"
+DRIVER_NAME = "driver.json"
 GITIGNORE_TEXT = (
     "# Written by odin-magic: run scaffolding never leaks into a commit.\n"
     "*\n"
@@ -213,6 +214,8 @@ def load_run(run_dir: Path) -> Loaded:
         if cached.log_seq < last["seq"]:
             records, _, _ = read_log(log_path)
             state = fold([r for r in records if r["seq"] > cached.log_seq], cached)
+            if (run_dir / DRIVER_NAME).exists():
+                return Loaded(state)  # a driver is between an append and its state.json write: normal
             return Loaded(
                 state,
                 f"state.json of run {state.run_id} was behind its event log "
@@ -244,7 +247,7 @@ class RunLock:
 
     def __init__(self, run_dir: Path, run_id: str):
         self.run_id = run_id
-        self.sidecar = run_dir / "driver.json"
+        self.sidecar = run_dir / DRIVER_NAME
         self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
 
     def acquire(self, command: str, since: str) -> None:

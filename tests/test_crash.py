@@ -50,7 +50,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, write_loop):
     assert reference.status == "done" and reference.total_iterations == 4
     expected = comparable(reference)
 
-    start = odin_args = None
+
     kills = runs = 0
     deadline = time.monotonic() + TIME_BUDGET_S
     while kills < MIN_KILLS or time.monotonic() < deadline - TIME_BUDGET_S / 2:

@@ -6,7 +6,6 @@ import json
 import sys
 import threading
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 

@@ -172,3 +172,12 @@ def test_a_creation_that_crashed_before_its_first_event_is_not_a_run(project, wr
     assert store.run_ids() == []
     state = Engine(project).start("demo", "t", dry=DryOptions())
     assert store.run_ids() == [state.run_id]
+
+
+def test_a_reader_catching_up_with_a_live_driver_says_nothing(finished):
+    _, run_dir, state = finished
+    records, _, _ = read_log(run_dir / LOG_NAME)
+    (run_dir / STATE_NAME).write_text(json.dumps(fold(records[:3]).to_json()))
+    (run_dir / "driver.json").write_text("{}")  # a driver holds the run and has not saved yet
+    loaded = load_run(run_dir)
+    assert loaded.notice is None and loaded.state.to_json() == state.to_json()

@@ -86,7 +86,11 @@ def _cmd_status(args):
     if args.json:
         print(json.dumps(state.to_json(), indent=2, ensure_ascii=False))
     else:
-        print(render_status(state, engine.loop_for(state.run_id)))
+        try:
+            loop = engine.loop_for(state.run_id)
+        except (OSError, ValueError):  # the run's copy of its loop is unreadable: show the history order
+            loop = None
+        print(render_status(state, loop))
     return 0
 
 
