@@ -595,8 +595,8 @@ class Engine:
                     f"no progress: {stuck} consecutive loopbacks without a new gate passing "
                     f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
                 follow = "failed"
-            else:
-                changes["current_stage"] = stage.gate.on_fail or stage.id
+            else:  # a step stays on the stepped stage (seed 000); the drive loops back
+                changes["current_stage"] = stage.id if stepping else (stage.gate.on_fail or stage.id)
         self._record(s, "gate", stage=stage.id, entry=entry, set=changes)
         if passed:
             s.passed.add(stage.id)

@@ -217,7 +217,7 @@ def test_step_on_a_human_stage_pauses_and_a_failing_step_is_counted(project, wri
     assert state.status == "awaiting_approval" and hist(state)[-1][:3] == ("spec", "pass", "ai-pending")
     state = engine.step("test")
     assert hist(state)[-1] == ("test", "fail", "ai", "critic")
-    assert state.iterations == {"test": 1} and state.current_stage == "implement"  # the loopback target
+    assert state.iterations == {"test": 1} and state.current_stage == "test"  # a step stays on its stage
     assert state.status == "running"
 
 
