@@ -134,3 +134,27 @@ def test_the_terminal_answers_with_odin_answer(engine, project, capsys, monkeypa
     out = capsys.readouterr().out
     assert "Round 1 | Component: Ingestion | Targeting: goal | Ambiguity: 100%\nWhich formats arrive?" in out
     assert 'odin answer "..."' in out
+
+
+def test_an_ai_gated_interview_goes_straight_on_and_a_failed_gate_asks_again(engine, project):
+    loops = project / ".odin-loop" / "loops"
+    (loops / "quick.yaml").write_text(textwrap.dedent(LOOP).replace("name: talk", "name: quick").replace(
+        "{mode: ai+human, check: the stop condition holds}", "{mode: ai, check: the stop condition holds}"))
+    (loops / "capped.yaml").write_text(textwrap.dedent(LOOP).replace("name: talk", "name: capped").replace(
+        "challenges: [contrarian@2]", "challenges: [], hard_cap: 1"))
+    engine.start("quick", "csv review")
+    for reply in ("confirm", "CSV", "yes, it is needed", "the accountant"):
+        state = engine.answer(reply)
+    state = engine.answer("by bank reference")
+    assert state.status == "done", state
+    assert [(h.stage, h.result, h.gate) for h in state.history] == [("interview", "pass", "ai"), ("build", "pass", "ai")]
+
+    engine.start("capped", "csv review")
+    engine.answer("confirm")
+    state = engine.answer("CSV")  # hard cap 1: the interview stops with Export still vague
+    assert [(h.stage, h.result) for h in state.history] == [("interview", "fail")]
+    assert "run ambiguity 1.00 > threshold 0.15 (worst: Export)" in state.history[0].reason
+    # the loopback retries the stage: the same interview goes on for another block of rounds
+    assert (state.status, state.current_stage, state.iterations) == ("awaiting_answer", "interview", {"interview": 1})
+    question = [e for e in engine.events if e.kind == "question"][-1].data["question"]
+    assert (question["round"], question["component"]) == (2, "Export")
