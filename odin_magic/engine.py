@@ -118,7 +118,7 @@ class Session:
 
     handle: RunHandle
     loop: Loop
-    worker: Worker
+    worker: Worker | None  # None when the action performs no stage (abandon)
     passed: set[str] = field(default_factory=set)
     answer: str | None = None  # the user's reply to a waiting interview question (read by the runner)
 
@@ -262,7 +262,7 @@ class Engine:
             return self._snapshot(s)
 
     def abandon(self) -> RunState:
-        with self._driving(), self._open_active() as s:
+        with self._driving(), self._open_active(need_worker=False) as s:
             self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
             return self._snapshot(s)
@@ -335,7 +335,7 @@ class Engine:
             self._drive_lock.release()
 
     @contextlib.contextmanager
-    def _open_active(self) -> Iterator[Session]:
+    def _open_active(self, need_worker: bool = True) -> Iterator[Session]:
         active = self._find_active(tell=False)  # opening repairs the run and tells, below
         if active is None:
             raise NoActiveRun(
@@ -347,7 +347,7 @@ class Engine:
             if not handle.state.active:  # changed between the scan and the lock
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             loop = self.loop_for(handle.run_id)
-            worker = self._worker_for(handle.state)
+            worker = self._worker_for(handle.state) if need_worker else None
             session = Session(handle, loop, worker, {e.stage for e in handle.state.history if e.result == "pass"})
             with self._view_lock:
                 self._session = session

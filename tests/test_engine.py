@@ -610,3 +610,15 @@ def _question():
     fields = PendingQuestion.model_fields
     data = {"round": 1, "kind": "question", "text": "Which formats arrive?"}
     return PendingQuestion.model_validate({k: v for k, v in data.items() if k in fields})
+
+
+def test_abandon_needs_no_model_worker(project, write_loop, monkeypatch):
+    write_loop(LINEAR)
+
+    engine = Engine(project, worker=MeteredWorker(1, 0.0))
+    engine.listener = lambda e: e.kind == "gate_passed" and engine.request_stop()
+    engine.start("linear", "t")
+    monkeypatch.setitem(sys.modules, "odin_magic.workers.factory", None)
+    with pytest.raises(ConfigError):
+        Engine(project).run()
+    assert Engine(project).abandon().status == "abandoned"
