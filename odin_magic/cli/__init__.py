@@ -16,7 +16,7 @@ from .. import __version__
 from ..errors import OdinError
 
 #: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs")
+_COMMAND_MODULES = ("loops", "runs", "interview")
 
 
 def build_parser() -> argparse.ArgumentParser:
