@@ -169,26 +169,38 @@ class _Lines:
         self._buf = ""
 
 
+def _api_message(exc: Exception) -> str:
+    """The API's own error text (``overloaded_error: Overloaded``), not the SDK's dump of the body."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        message, kind = error.get("message"), error.get("type")
+        if message:
+            return f"{kind}: {message}" if kind else str(message)
+    return str(getattr(exc, "message", exc))
+
+
 def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
     """A clear, resumable WorkerError for an SDK exception."""
     again = "The run stays resumable: `odin run` (or %odin run) performs this step again."
+    n = settings.max_retries
+    retries = f"after {n} {'retry' if n == 1 else 'retries'}"
+    detail = _api_message(exc)
     if isinstance(exc, anthropic.AuthenticationError):
-        return WorkerError(f"{what}: the API rejected the credentials (401). Check ANTHROPIC_API_KEY. {again}")
+        return WorkerError(f"{what}: the API rejected the credentials (401: {detail}). Check ANTHROPIC_API_KEY. {again}")
     if isinstance(exc, anthropic.PermissionDeniedError):
-        return WorkerError(f"{what}: the API key may not use this model or endpoint (403): {exc.message}. {again}")
+        return WorkerError(f"{what}: the API key may not use this model or endpoint (403: {detail}). {again}")
     if isinstance(exc, anthropic.NotFoundError):
-        return WorkerError(f"{what}: not found (404) — is the model name {settings.model!r} right? {exc.message}. {again}")
+        return WorkerError(f"{what}: not found (404: {detail}); is the model name {settings.model!r} right? {again}")
     if isinstance(exc, anthropic.BadRequestError):
-        return WorkerError(f"{what}: the API refused the request (400): {exc.message}. {again}")
+        hint = " Lower ODIN_CONTEXT_BUDGET so the inline thread is trimmed sooner." if "too long" in detail else ""
+        return WorkerError(f"{what}: the API refused the request (400: {detail}).{hint} {again}")
     if isinstance(exc, anthropic.APIStatusError):
-        return WorkerError(
-            f"{what}: the API answered {exc.status_code} after {settings.max_retries} retries "
-            f"({exc.message}). {again}"
-        )
+        return WorkerError(f"{what}: the API answered {exc.status_code} {retries} ({detail}). {again}")
     if isinstance(exc, anthropic.APITimeoutError):
-        return WorkerError(f"{what}: the API timed out after {settings.max_retries} retries. {again}")
+        return WorkerError(f"{what}: the API timed out {retries}. {again}")
     if isinstance(exc, anthropic.APIConnectionError):
-        return WorkerError(f"{what}: cannot reach the API after {settings.max_retries} retries ({exc}). {again}")
+        return WorkerError(f"{what}: cannot reach the API {retries} ({exc}). {again}")
     return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
 
 
