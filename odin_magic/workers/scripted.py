@@ -25,7 +25,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 import httpx2
 from anthropic import AsyncAnthropic
