@@ -52,6 +52,8 @@ def render_question(q: PendingQuestion) -> str:
         lines.append("answer: confirm | merge A, B | split A -> X, Y | defer C | add NAME | rename A -> B")
     elif q.kind == "confirm_auto":
         lines.append("answer: yes | no | your own answer")
+    elif q.kind == "challenge":
+        lines.append("answer: your answer to the challenge | `skip`")
     elif q.kind == "question":
         hints = ["your answer"] + (["a number to pick an option"] if q.options else [])
         hints += ["`you decide`"] if q.allow_auto else []

@@ -1,0 +1,101 @@
+"""The interview notebook runs headlessly, its answers in `%odin answer` cells; the panel answers in a kernel."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from nbtools import REPO, Kernel
+
+NOTEBOOKS = REPO / "example_notebooks"
+
+pytestmark = pytest.mark.slow
+
+
+def run_notebook(where: Path) -> nbformat.NotebookNode:
+    for name in ("interview.ipynb", "interview.script.yaml"):
+        shutil.copy(NOTEBOOKS / name, where / name)
+    nb = nbformat.read(where / "interview.ipynb", as_version=4)
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
+    return nb
+
+
+def texts(nb) -> str:
+    out = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            out.append(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", ""))
+    return "\n".join(out)
+
+
+def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    nb = run_notebook(tmp_path)
+    run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "done"
+    assert state["interview"] == {"threshold": 0.15, "rounds": 6, "ambiguity": 0.145,
+                                  "topology": ["Ingestion", "Review UI", "Export"]}
+    assert [(e["stage"], e["gate"]) for e in state["history"]] == [("interview", "ai-pending"), ("interview", "approved")]
+    log = (run_dir / "interview-log.md").read_text()
+    assert "- C4 Notifications  — deferred (out of scope this run)" in log
+    assert "challenge: contrarian →" in log and "the export stays" in log
+    assert "clarity cap .85 (auto-answer only): Review UI.constraints" in log
+    assert "ambiguity:  1→1.00  2→1.00  3→.25  4→.25  5→.17  6→.14   (target .15, reached @ round 6)" in log
+    spec = (run_dir / "spec.md").read_text()
+    assert "- Up to 1,000 rows per file; larger files are refused with a message" in spec.split("## Assumptions")[1]
+    shown = texts(nb)
+    assert "Round 3 | Component: Export | Challenge: contrarian" in shown
+    assert "Round 0 | Topology" in shown
+
+
+INTERVIEW_LOOP = """\
+name: talk
+max_iterations: 3
+stages:
+  - id: interview
+    interview: {mode: deep, challenges: []}
+    produces: [spec.md, interview-log.md]
+    gate: {mode: ai+human, check: the stop condition holds}
+"""
+
+
+def test_answering_through_the_question_panel_in_a_kernel(tmp_path, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    shutil.copy(NOTEBOOKS / "interview.script.yaml", tmp_path / "interview.script.yaml")
+    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
+    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_LOOP)
+    k = Kernel(tmp_path)
+    try:
+        k.execute("%load_ext odin_magic")
+        k.execute('%config OdinMagics.script = "interview.script.yaml"')
+        k.execute('%odin run talk --task "review bank CSV imports" --wait')
+        k.execute(
+            "from pathlib import Path\n"
+            "from odin_magic.interview.runner import interview_state\n"
+            "from odin_magic.interview.widget import QuestionPanel\n"
+            "runner = get_ipython().magics_manager.registry['OdinMagics'].runner()\n"
+            "run_dir = next(Path('.odin-loop/runs').iterdir())\n"
+            "def panel():\n"
+            "    st = interview_state(run_dir)\n"
+            "    return QuestionPanel(st.pending, runner.answer, state=st)\n"
+            "p = panel()\n"
+            "p.answer_box.value = 'defer Notifications; confirm'\n"
+            "p.send_button.click()"
+        )
+        k.execute("%odin wait")
+        k.execute("p = panel()\np.option_buttons[0].click()")
+        k.execute("%odin wait")
+        out = k.execute("st = interview_state(run_dir)\n"
+                        "print(st.pending.round, [c.name for c in st.active], st.rounds[0].answered_by)")
+    finally:
+        k.shutdown()
+    assert "2 ['Ingestion', 'Review UI', 'Export'] option" in "".join(
+        m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
