@@ -62,9 +62,12 @@ class ApprovalPanel:
 
         self.stage = stage
         self.actions = actions
-        self.approve_button = w.Button(description="Approve", button_style="success", icon="check")
-        self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit")
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop")
+        auto = w.Layout(width="auto")
+        self.approve_button = w.Button(description="Approve", button_style="success", icon="check", layout=auto)
+        self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit",
+                                      layout=w.Layout(width="auto"))
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop",
+                                    tooltip="Leave the run paused; continue it later", layout=w.Layout(width="auto"))
         self.feedback = w.Textarea(placeholder="What should change? (for Request changes)",
                                    layout=w.Layout(width="100%", height="70px"))
         self.message = w.HTML()
@@ -240,7 +243,9 @@ class RunView:
             total = state.usage.total
             self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
             done = state.status in ("done", "failed", "abandoned")
-            self.stop_button.disabled = done or state.status in ("awaiting_approval", "awaiting_answer")
+            waiting = state.status in ("awaiting_approval", "awaiting_answer")
+            self.stop_button.disabled = done or waiting
+            self.stop_button.layout.display = "none" if done or waiting else None  # the panel has its own
             if state.status == "awaiting_approval":
                 self._show_approval(state)
             elif state.status == "awaiting_answer":
@@ -292,6 +297,7 @@ class RunView:
                 self._marks[stage] = LOOPED
                 self.status_line.value = f"working on <code>{html.escape(stage)}</code>…"
                 self.stop_button.disabled = False
+                self.stop_button.layout.display = None
                 if self.approval is not None:
                     self.approval_box.children = ()
                     self.approval = None

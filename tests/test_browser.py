@@ -84,7 +84,7 @@ def lab(tmp_path):
                 pytest.fail("jupyter lab exited:\n" + "".join(log))
             if f"127.0.0.1:{port}" in line and "http" in line:
                 break
-        yield f"http://127.0.0.1:{port}", work
+        yield f"http://127.0.0.1:{port}", work, log
     finally:
         proc.terminate()
         try:
@@ -100,16 +100,27 @@ def read_state(work: Path) -> dict:
 
 
 def test_click_approve_in_jupyterlab_and_the_run_continues(lab):
+    base, work, server_log = lab
+    quickstart_to_first_pause(work)
+    try:
+        drive_the_browser(base, work)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- jupyter lab log ---\n{''.join(server_log[-60:])}") from None
+    state = read_state(work)
+    assert state["current_stage"] == "plan" and state["status"] == "awaiting_approval"
+    assert ("interview", "approved") in [(e["stage"], e["gate"]) for e in state["history"]]
+
+
+def drive_the_browser(base: str, work: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    base, work = lab
-    quickstart_to_first_pause(work)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
             page.goto(f"{base}/lab/tree/quickstart.ipynb?reset")
-            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+            # the kernel has started ("No Kernel | Initializing" is also data-status='idle'), and is idle
+            expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
             page.get_by_role("menuitem", name="Run", exact=True).click()
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
@@ -126,6 +137,3 @@ def test_click_approve_in_jupyterlab_and_the_run_continues(lab):
             expect(page.locator(".odin-approval")).to_contain_text("plan", timeout=90_000)
         finally:
             browser.close()
-    state = read_state(work)
-    assert state["current_stage"] == "plan" and state["status"] == "awaiting_approval"
-    assert ("interview", "approved") in [(e["stage"], e["gate"]) for e in state["history"]]
