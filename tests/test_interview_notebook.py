@@ -99,3 +99,34 @@ def test_answering_through_the_question_panel_in_a_kernel(tmp_path, monkeypatch)
         k.shutdown()
     assert "2 ['Ingestion', 'Review UI', 'Export'] option" in "".join(
         m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
+
+
+def test_an_interview_resumes_at_its_round_after_a_kernel_restart(tmp_path, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    shutil.copy(NOTEBOOKS / "interview.script.yaml", tmp_path / "interview.script.yaml")
+    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
+    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_LOOP)
+    setup = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
+    k = Kernel(tmp_path)
+    try:
+        k.execute(setup)
+        k.execute('%odin run talk --task "review bank CSV imports" --wait')
+        k.execute("%odin answer defer Notifications; confirm --wait")
+        k.execute("%odin answer 1 --wait")
+        k.restart()
+        k.execute(setup)
+        shown = k.execute("%odin status")
+        out = k.execute('%odin answer "A person approves or rejects each row" --wait')
+    finally:
+        k.shutdown()
+
+    def text(msgs):
+        return "".join(m["content"].get("text", "") + m["content"].get("data", {}).get("text/plain", "")
+                       for m in msgs)
+
+    assert "Round 2 | Component: Review UI | Targeting: goal" in text(shown)
+    assert "Round 3 | Component: Export" in text(out)
+    run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "awaiting_answer" and state["interview"]["rounds"] == 2

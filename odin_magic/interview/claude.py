@@ -29,7 +29,7 @@ from ..state import Usage
 from ..workers.base import WorkerError
 from ..workers.claude import api_failure, default_client_factory, require_credentials, run_coroutine, usage_of
 from ..workers.prompts import system_blocks
-from .convergence import CODE_SUFFIXES, _IGNORED_DIRS
+from .convergence import CODE_SUFFIXES, IGNORED_DIRS
 from .models import (
     AutoAnswer,
     Candidates,
@@ -65,7 +65,7 @@ def project_digest(project_dir: Path, budget: int = EXPLORE_BUDGET_CHARS) -> str
     """A bounded, read-only view of the project for the explore call: code file paths, then numbered heads."""
     files: list[Path] = []
     for root, dirs, names in os.walk(project_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and not d.endswith(".egg-info"))
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info"))
         for name in sorted(names):
             p = Path(root) / name
             if p.suffix.lower() in CODE_SUFFIXES or name.lower() in ("readme.md", "pyproject.toml", "package.json"):

@@ -36,7 +36,7 @@ CODE_SUFFIXES = frozenset(
     ".py .pyx .js .jsx .ts .tsx .mjs .go .rs .java .kt .scala .c .h .cc .cpp .hpp .cs .rb .php .swift "
     ".m .r .jl .lua .sh .sql .vue .svelte .dart .ex .exs .erl .hs .clj .ml .fs".split()
 )
-_IGNORED_DIRS = frozenset(
+IGNORED_DIRS = frozenset(
     ".git .hg .svn .odin-loop .venv venv env node_modules __pycache__ .ipynb_checkpoints .mypy_cache "
     ".pytest_cache .tox build dist site-packages".split()
 )
@@ -57,7 +57,7 @@ def detect_mode(project_dir: Path, limit: int = 5000) -> str:
     """
     seen = 0
     for root, dirs, files in os.walk(project_dir):
-        dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS and not d.endswith(".egg-info")]
+        dirs[:] = [d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info")]
         for name in files:
             seen += 1
             if Path(name).suffix.lower() in CODE_SUFFIXES:

@@ -46,7 +46,7 @@ from .models import (
     RoundRecord,
 )
 from .protocol import Exchange, InterviewBrief, InterviewModel, Reply
-from .topology import GRAMMAR_HINT, MAX_COMPONENTS, apply_topology_edits, parse_topology_answer
+from .topology import MAX_COMPONENTS, apply_topology_edits, parse_topology_answer
 
 Emit = Callable[[str, str, dict], None]
 Clock = Callable[[], Any]
