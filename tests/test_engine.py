@@ -622,3 +622,28 @@ def test_abandon_needs_no_model_worker(project, write_loop, monkeypatch):
     with pytest.raises(ConfigError):
         Engine(project).run()
     assert Engine(project).abandon().status == "abandoned"
+
+
+def test_a_driver_in_another_process_is_named_in_the_refusal(project, write_loop):
+    import subprocess
+
+    write_loop(LINEAR)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "odin_magic", "run", "linear", "--task", "t", "--dry", "--stage-delay", "60",
+         "--project", str(project)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        for line in proc.stdout:  # wait until it drives its first stage
+            if line.startswith("▶ a"):
+                break
+        with pytest.raises(RunLocked) as refused:
+            Engine(project).run()
+        assert f"pid {proc.pid}" in str(refused.value) and "run linear --task t --dry" in str(refused.value)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    state = Engine(project).abandon()  # the lock died with its holder
+    assert state.status == "abandoned" and state.history == []
