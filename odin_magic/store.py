@@ -445,5 +445,7 @@ class RunStore:
 
 def command_line() -> str:
     """What this process was started as, for driver.json."""
-    argv = [os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]
-    return " ".join(argv)[:200]
+    prog = os.path.basename(sys.argv[0] or "python")
+    if prog in ("__main__.py", "odin"):  # python -m odin_magic, or the console script
+        prog = "odin"
+    return " ".join([prog, *sys.argv[1:]])[:200]

@@ -639,7 +639,7 @@ def test_a_driver_in_another_process_is_named_in_the_refusal(project, write_loop
                 break
         with pytest.raises(RunLocked) as refused:
             Engine(project).run()
-        assert f"pid {proc.pid}" in str(refused.value) and "run linear --task t --dry" in str(refused.value)
+        assert f"pid {proc.pid}" in str(refused.value) and "(`odin run linear --task t --dry" in str(refused.value)
     finally:
         proc.kill()
         proc.wait()
