@@ -362,18 +362,21 @@ class OdinMagics(Magics):
 
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
                            question_source=runner.pending_question)
-            chart = None
+            charts = []
             if self.charts:
                 from .charts import ChartHandle, run_chart
 
                 stage_ids = loop.stage_ids() if loop else None
-                chart = ChartHandle(lambda st: run_chart(st, stage_ids))
-            runner.attach(view, chart)
+                charts.append(ChartHandle(lambda st: run_chart(st, stage_ids)))
+                interviews = [s.id for s in loop.stages if s.interview is not None] if loop else []
+                if interviews:
+                    charts.append(ChartHandle(lambda st: runner.interview_chart(st, interviews[0])))
+            runner.attach(view, charts)
             from .background import install_stream_router
 
             install_stream_router(self._stray_output_sink)
             display(view.widget)
-            if chart is not None:
+            for chart in charts:
                 chart.placeholder()
         else:
             from .widgets import TextRunView

@@ -30,8 +30,9 @@ class NotebookRunner:
         self._worker_factory = worker_factory
         self._engine = None
         self.view = None  # the live view (widgets.RunView / TextRunView) the events go to
-        self.chart = None  # charts.ChartHandle for the run chart, or None
+        self.charts = []  # charts.ChartHandle objects re-drawn when a drive ends
         self.drive.on_finish(self._finished)
+        self.fanout.subscribe(self._chart_event)
 
     # -- engines -------------------------------------------------------------------------
 
@@ -69,7 +70,7 @@ class NotebookRunner:
 
     # -- views ---------------------------------------------------------------------------
 
-    def attach(self, view, chart=None) -> None:
+    def attach(self, view, charts=()) -> None:
         """Make ``view`` the live view: events go to it; the previous view retires."""
         old = self.view
         if old is not None:
@@ -78,17 +79,24 @@ class NotebookRunner:
             if retire:
                 retire()
         self.view = view
-        self.chart = chart
+        self.charts = list(charts)
         if view is not None:
             self.fanout.subscribe(view.handle_event)
+
+    def _chart_event(self, event) -> None:
+        """Re-draw the charts mid-run at each gate decision (the drive's end re-draws them too)."""
+        if event.kind in ("gate_passed", "gate_failed") and self.charts:
+            state = self.engine.status(event.run_id)
+            for chart in self.charts:
+                chart.update(state)
 
     def _finished(self, outcome: DriveOutcome) -> None:
         view = self.view
         if outcome.ok and isinstance(outcome.result, RunState):
             if view is not None:
                 view.show_state(outcome.result)
-            if self.chart is not None:
-                self.chart.update(outcome.result)
+            for chart in self.charts:
+                chart.update(outcome.result)
         elif not outcome.ok and view is not None:
             err = outcome.error
             if isinstance(err, OdinError):
@@ -166,6 +174,22 @@ class NotebookRunner:
             return None
         question = pending_question(self.engine.run_dir(state.run_id), state.current_stage)
         return render_question(question) if question is not None else None
+
+    def interview_chart(self, state: RunState, stage_id: str):
+        """The interview's convergence chart (ambiguity per round against the threshold), from its saved state."""
+        from .charts import InterviewRound, interview_convergence
+
+        rounds, threshold = [], state.interview.threshold if state.interview else 0.15
+        try:
+            from .interview.runner import convergence_points, interview_state
+
+            iv = interview_state(self.engine.run_dir(state.run_id), stage_id)
+        except (ImportError, OdinError):
+            iv = None
+        if iv is not None:
+            threshold = iv.threshold
+            rounds = [InterviewRound(n, a, c) for n, a, c in convergence_points(iv)]
+        return interview_convergence(rounds, threshold)
 
     def abandon(self) -> RunState:
         if self.drive.busy:

@@ -105,12 +105,14 @@ class Kernel:
 
 
 def text_of(outputs: list[dict]) -> str:
+    """The text a cell shows. ``update_display_data`` is left out: it re-draws an earlier
+    display (found by its display id, wherever it is) and adds nothing to this cell."""
     parts = []
     for msg in outputs:
         c = msg["content"]
         if msg["msg_type"] == "stream":
             parts.append(c["text"])
-        elif msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+        elif msg["msg_type"] in ("display_data", "execute_result"):
             parts.append(c["data"].get("text/plain", ""))
         elif msg["msg_type"] == "error":
             parts.append(f"{c['ename']}: {c['evalue']}")
