@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import UsageError
 from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage
+from .roles import POLICIES
 from .yamlsource import MAX_BYTES, YamlDocument, YamlError, decode_text, load_yaml
 
 INTERVIEW_LOG = "interview-log.md"
@@ -424,6 +425,15 @@ class _Checker:
                 f"stage {sid!r} runs in a fresh context ({how}) but declares no `consumes`",
                 "list the artifacts it must read under `consumes:` (a fresh agent sees nothing else)",
             )
+        role = _role_of(stage.get("agent"))
+        produces = stage.get("produces")
+        if role is not None and POLICIES[role].writes == "none" and isinstance(produces, list) and produces:
+            self.error(
+                base + ("produces",),
+                f"stage {sid!r} runs as {role}, which may not write any file, yet it declares `produces`",
+                "use a role that may write its report (e.g. `agent: reviewer`: read, bash, writes only its produces), "
+                "or remove `produces`",
+            )
         interview = stage.get("interview")
         if isinstance(interview, dict):
             if schedulable:
@@ -488,6 +498,12 @@ class _Checker:
                     "remove it, or rename the stage whose repeated id hides the way to it",
                     at="value",
                 )
+
+
+def _role_of(agent: Any) -> str | None:
+    """The role a raw ``agent`` value names, if it names a known one."""
+    role = agent.get("role") if isinstance(agent, dict) else agent
+    return role if isinstance(role, str) and role in ROLES else None
 
 
 def _resolves_fresh(agent: Any) -> tuple[bool, str]:

@@ -57,6 +57,10 @@ RULES: dict[str, list[tuple[str, str, int, int, str]]] = {
         ("error", "stages[2].id", 20, 9, "already used"),
         ("warning", "stages[3]", 26, 5, "'publish' can never run"),
     ],
+    "writing-role": [
+        ("error", "stages[0].produces", 9, 15, "runs as explore, which may not write any file"),
+        ("error", "stages[1].produces", 15, 15, "runs as explore, which may not write any file"),
+    ],
     "schedulable": [
         ("error", "stages[0].interview", 7, 5, "is an interview"),
         ("error", "stages[0].gate.mode", 13, 13, "'ai+human', which pauses"),
