@@ -277,8 +277,7 @@ class OdinMagics(Magics):
 
                 dry = DryOptions(gates=parse_gate_script(args.gates, loop_def), approve_all=args.approve_all,
                                  stage_delay=args.stage_delay)
-            self._show_live(runner, loop_def, None)
-            runner.start(loop, args.task, dry=dry)
+            runner.start(loop, args.task, dry=dry, ready=lambda: self._show_live(runner, loop_def, None))
             message = f"odin: started {loop}" + (" (dry run)" if dry else "") + " in the background"
         else:
             if args.loop and args.loop != active.loop:
@@ -286,36 +285,31 @@ class OdinMagics(Magics):
                                 hint="continue it with %odin run, or %odin abandon it to start another")
             if dry_flags:
                 raise UsageError("dry-run options apply when a run starts; a dry run continues as it began")
-            self._show_live(runner, self._load_loop(active.loop, quiet=True), active)
-            runner.continue_run()
-            message = f"odin: {'approved ' + active.current_stage + ', ' if active.status == 'awaiting_approval' else ''}continuing {active.run_id}"
+            runner.continue_run(ready=self._live_for(runner, active))
+            approving = active.status == "awaiting_approval"
+            message = f"odin: {'approved ' + active.current_stage + ', ' if approving else ''}continuing {active.run_id}"
         return self._after_submit(runner, args, message)
 
     def _cmd_approve(self, args):
         runner = self.runner()
         active = runner.active()
-        self._reuse_or_show(runner, active)
-        runner.approve()
+        runner.approve(ready=self._live_for(runner, active))
         return self._after_submit(runner, args, f"odin: approved {active.current_stage if active else ''}")
 
     def _cmd_revise(self, args):
         runner = self.runner()
         feedback = " ".join(args.feedback).strip()
-        active = runner.active()
-        self._reuse_or_show(runner, active)
-        runner.revise(feedback)
+        runner.revise(feedback, ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, "odin: revising with your feedback")
 
     def _cmd_step(self, args):
         runner = self.runner()
-        active = runner.active()
-        self._reuse_or_show(runner, active)
-        runner.step(args.stage)
+        runner.step(args.stage, ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, f"odin: stepping {args.stage}")
 
     def _cmd_answer(self, args):
         runner = self.runner()
-        runner.answer(" ".join(args.text))
+        runner.answer(" ".join(args.text), ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, "odin: answer sent")
 
     def _after_submit(self, runner: NotebookRunner, args, message: str):
@@ -391,11 +385,12 @@ class OdinMagics(Magics):
                 return view._append
         return None
 
-    def _reuse_or_show(self, runner: NotebookRunner, active) -> None:
-        """Approve/revise/step: a fresh live view in this cell (the previous one retires)."""
+    def _live_for(self, runner: NotebookRunner, active):
+        """For run/approve/revise/step/answer: show a fresh live view in this cell once the action is
+        checked (the previous view retires)."""
         if active is None:
-            return  # the runner raises the clear error
-        self._show_live(runner, self._load_loop(active.loop, quiet=True), active)
+            return None  # the runner raises the clear error
+        return lambda: self._show_live(runner, self._load_loop(active.loop, quiet=True), active)
 
     # -- queries ------------------------------------------------------------------------
 

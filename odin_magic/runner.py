@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .errors import NoActiveRun, OdinError, RunRefused
+from .errors import NoActiveRun, OdinError, RunRefused, UsageError
 from .state import DryOptions, RunState
 
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
 WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
+Ready = Callable[[], None]  # called once an action is checked, just before it drives (shows the live view)
 
 
 class NotebookRunner:
@@ -109,7 +110,16 @@ class NotebookRunner:
 
     # -- actions (in the background) --------------------------------------------------
 
-    def start(self, loop: str, task: str, dry: DryOptions | None = None) -> None:
+    def _submit(self, label: str, call, ready: Ready | None) -> None:
+        """Everything checked: let the front end show its view (``ready``), then drive in the background."""
+        if self.drive.busy:
+            raise RunRefused(f"the run is busy ({self.drive.label}) in the background",
+                             hint="wait for it (%odin wait), or end it after the current step with %odin stop")
+        if ready is not None:
+            ready()
+        self.drive.submit(label, call)
+
+    def start(self, loop: str, task: str, dry: DryOptions | None = None, ready: Ready | None = None) -> None:
         """Start a run; returns once the run exists (so ``status`` sees it), driving on in the background."""
         self._ensure_model_worker(dry is not None)
         created = threading.Event()
@@ -126,7 +136,7 @@ class NotebookRunner:
 
         self.fanout.subscribe(on_event)
         try:
-            self.drive.submit("run", call)
+            self._submit("run", call, ready)
             created.wait()
         finally:
             self.fanout.unsubscribe(on_event)
@@ -134,35 +144,41 @@ class NotebookRunner:
         if outcome is not None and not outcome.ok and isinstance(outcome.error, OdinError):
             raise outcome.error  # refused before it began (e.g. another process started a run)
 
-    def continue_run(self) -> None:
+    def continue_run(self, ready: Ready | None = None) -> None:
         self._require_active()
-        self.drive.submit("run", lambda: self.engine.run())
+        self._submit("run", lambda: self.engine.run(), ready)
 
-    def approve(self) -> None:
+    def approve(self, ready: Ready | None = None) -> None:
         state = self._require_active()
         if state.status != "awaiting_approval":
             raise RunRefused(f"run {state.run_id} is not waiting for approval (status {state.status})",
                              hint="%odin status shows where it is")
-        self.drive.submit("approve", lambda: self.engine.approve())
+        self._submit("approve", lambda: self.engine.approve(), ready)
 
-    def revise(self, feedback: str) -> None:
+    def revise(self, feedback: str, ready: Ready | None = None) -> None:
         if not feedback.strip():
             raise RunRefused("the feedback is empty", hint='%odin revise "what should change"')
-        self._require_active()
-        self.drive.submit("revise", lambda: self.engine.revise(feedback))
+        state = self._require_active()
+        if state.status != "awaiting_approval":
+            raise RunRefused(f"run {state.run_id} is not paused for review (status {state.status})",
+                             hint="revise applies to a stage awaiting approval; %odin step STAGE re-runs any stage")
+        self._submit("revise", lambda: self.engine.revise(feedback), ready)
 
-    def step(self, stage: str) -> None:
-        self._require_active()
-        self.drive.submit(f"step {stage}", lambda: self.engine.step(stage))
+    def step(self, stage: str, ready: Ready | None = None) -> None:
+        state = self._require_active()
+        ids = self.engine.loop_for(state.run_id).stage_ids()
+        if stage not in ids:
+            raise UsageError(f"loop {state.loop!r} has no stage {stage!r}", hint=f"its stages: {', '.join(ids)}")
+        self._submit(f"step {stage}", lambda: self.engine.step(stage), ready)
 
-    def answer(self, text: str) -> None:
+    def answer(self, text: str, ready: Ready | None = None) -> None:
         """Answer the interview's waiting question (the interview plugs in ``Engine.answer``)."""
         state = self._require_active()
         answer = getattr(self.engine, "answer", None)
         if answer is None or state.status != "awaiting_answer":
             raise RunRefused(f"no interview question is waiting (run {state.run_id} is {state.status})",
                              hint="answers are for a deep-interview stage's questions; %odin status shows the run")
-        self.drive.submit("answer", lambda: answer(text))
+        self._submit("answer", lambda: answer(text), ready)
 
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""

@@ -313,3 +313,28 @@ def test_charts_are_pngs(ip, project):
         handle.update(state)
     assert handle.png.startswith(PNG)
     assert captured.outputs  # the placeholder was displayed
+
+
+def test_a_missing_api_key_is_reported_in_the_cell_before_anything_runs(ip, project, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(project))  # no SDK credential profile either
+    with pytest.raises(UsageError, match="ANTHROPIC_API_KEY"):
+        odin(ip, "run tiny --task 'real work'")
+    runs = project / ".odin-loop" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_step_checks_the_stage_before_driving(ip, project):
+    odin(ip, "run tiny --task t --dry --wait")
+    with pytest.raises(UsageError, match="no stage 'nope'.*write, review, finish"):
+        odin(ip, "step nope")
+    odin(ip, "abandon")
+    odin(ip, "run tiny --task t --dry --stage-delay 0.2")
+    assert "stop requested" in repr(odin(ip, "stop"))
+    odin(ip, "wait")
+    assert state_json(project)["status"] == "running"  # stopped, not paused
+    with pytest.raises(UsageError, match="not paused for review"):
+        odin(ip, "revise more")
+    with pytest.raises(UsageError, match="not waiting for approval"):
+        odin(ip, "approve")
