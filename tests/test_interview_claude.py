@@ -113,3 +113,56 @@ def test_model_selection(tmp_path):
     (tmp_path / "both.yaml").write_text(yaml.safe_dump({"stages": {}, "interview": {"components": ["A"]}}))
     chosen = make_interview_model(Settings(script=Path("both.yaml")), tmp_path, env={})
     assert isinstance(chosen, ScriptedInterviewModel) and chosen.script == {"components": ["A"]}
+
+
+EXPLORE_SCRIPT = """
+stages:
+  interview-explore:
+    - turns:
+        - tools: [{read: {file_path: app/io.py}}]
+        - tools: [{write: {file_path: app/io.py, content: "overwritten"}}]
+        - text: "Parsing lives in app/io.py:3 (def parse(path)); each row becomes a dict."
+answers:
+  interview-propose:
+    interview: [{goal: g, components: [{name: Ingestion}]}]
+  interview-explore:
+    interview: [{findings: [{text: "CSV parsing lives in parse()", citation: "app/io.py:3"}]}]
+"""
+
+
+def brownfield(tmp_path: Path, script: str):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "io.py").write_text("import csv\n\ndef parse(path):\n    return list(csv.DictReader(open(path)))\n")
+    (tmp_path / "script.yaml").write_text(script)
+    fake = ScriptedModel(load_script(tmp_path / "script.yaml"))
+    model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0), tmp_path)
+    s = InterviewSession.open(run_dir=tmp_path / ".odin-loop" / "runs" / "r1", project_dir=tmp_path, stage=stage(),
+                              task="csv review", model=model)
+    return s, fake
+
+
+def test_brownfield_findings_come_from_a_read_only_explore_agent(tmp_path):
+    s, fake = brownfield(tmp_path, EXPLORE_SCRIPT)
+    s.start()
+    assert s.state.mode == "brownfield"
+    log = (tmp_path / ".odin-loop" / "runs" / "r1" / "interview-log.md").read_text()
+    assert "## Context findings\n- CSV parsing lives in parse() (app/io.py:3)" in log
+    agent_calls = [b for b in fake.requests if b.get("tools")]
+    # read-only: the agent's write was refused by the explore role's policy
+    assert (tmp_path / "app" / "io.py").read_text().startswith("import csv")
+    refusals = (tmp_path / ".odin-loop" / "runs" / "r1" / "tool-refusals.jsonl").read_text()
+    assert '"role": "explore"' in refusals and '"stage": "interview-explore"' in refusals
+    # the agent really read the file, and its report went to the structuring call
+    assert any("def parse(path)" in str(b["messages"]) for b in agent_calls)
+    assert any("Parsing lives in app/io.py:3" in str(b["messages"]) and b.get("output_config")
+               for b in fake.requests)
+
+
+def test_without_an_explore_agent_a_bounded_read_of_the_project_stands_in(tmp_path):
+    script = EXPLORE_SCRIPT.split("answers:")[0].replace("interview-explore", "elsewhere") + "answers:" + \
+        EXPLORE_SCRIPT.split("answers:")[1]
+    s, fake = brownfield(tmp_path, script)
+    s.start()
+    structuring = [b for b in fake.requests if b.get("output_config") and "read-only exploration" in str(b["messages"])]
+    assert structuring and "3: def parse(path):" in str(structuring[0]["messages"])
+    assert s.state.findings[0].citation == "app/io.py:3"

@@ -158,12 +158,47 @@ class ClaudeInterviewModel:
         ), ComponentProposal)
 
     def explore(self, brief: InterviewBrief) -> Reply[ContextFindings]:
-        digest = project_digest(self.project_dir) if self.project_dir else "(no project directory given)"
-        return self._ask(brief, "explore", (
-            "You are a read-only explorer. From the project files below, list the facts the work must fit into "
-            "(entry points, data shapes, conventions, tests), each cited as file:line, so the interview never asks "
-            "the user what the code already says. Do not propose changes.\n\n" + digest
+        """Brownfield: a read-only explore sub-agent maps the code, then its report becomes cited findings.
+
+        The sub-agent is the Claude worker in the ``explore`` role (read, glob, grep; no writes) on a
+        synthetic stage ``<stage>-explore``. If it cannot run (e.g. an offline script without turns
+        for that stage), a bounded, line-numbered read of the project stands in for its report.
+        """
+        report, usage = self._explore_agent(brief)
+        if not report:
+            report = project_digest(self.project_dir) if self.project_dir else "(no project directory given)"
+        reply = self._ask(brief, "explore", (
+            "Below is a read-only exploration of the existing project. List the facts the work must fit into "
+            "(entry points, data shapes, conventions, tests), each cited as file:line, so the interview never "
+            "asks the user what the code already says. Do not propose changes.\n\n" + report
         ), ContextFindings)
+        return Reply(reply.value, usage + reply.usage)
+
+    def _explore_agent(self, brief: InterviewBrief) -> tuple[str, Usage]:
+        if self.project_dir is None or not brief.run_dir:
+            return "", Usage()
+        from ..loop import Loop, Stage
+        from ..workers.base import StageJob
+        from ..workers.claude import ClaudeWorker
+
+        stage = Stage.model_validate({
+            "id": f"{brief.stage}-explore", "title": "Explore for the interview", "agent": "explore",
+            "goal": "Map the existing code this task touches, for the requirements interview.",
+            "prompt": ("Investigate the project read-only: where the task's behaviour would live, the data "
+                       "shapes, conventions and tests it must fit. Report facts only, each with file:line. "
+                       f"The components under discussion: {', '.join(brief.components) or '(not decided yet)'}."),
+            "gate": {"mode": "ai", "check": "the findings cite file:line"},
+        })
+        loop = Loop(name="interview-explore", max_iterations=1, stages=[stage])
+        run_dir = Path(brief.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)  # refused tool calls are recorded there
+        job = StageJob(loop=loop, stage=stage, task=brief.task, run_id=run_dir.name, project_dir=self.project_dir,
+                       run_dir=run_dir, agent=stage.resolved_agent, consumes={}, produces={})
+        try:
+            result = ClaudeWorker(self.settings, client_factory=self._client_factory).perform(job, lambda event: None)
+        except WorkerError:
+            return "", Usage()
+        return result.summary.strip(), result.usage
 
     def ask_question(self, brief: InterviewBrief, component: str, dimension: str) -> Reply[QuestionDraft]:
         return self._ask(brief, "question", (

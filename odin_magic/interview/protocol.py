@@ -61,6 +61,7 @@ class InterviewBrief:
     weights: dict[str, float]
     round: int  # the round being prepared or scored (0: topology)
     stage: str = "interview"  # the stage id
+    run_dir: str = ""  # the run directory (where a sub-agent may keep its notes)
     goal: str = ""
     components: tuple[str, ...] = ()  # active, in topology order
     deferred: tuple[str, ...] = ()
@@ -73,7 +74,8 @@ class InterviewBrief:
     feedback: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, state: InterviewState, *, title: str, goal: str, prompt: str, round: int) -> "InterviewBrief":
+    def of(cls, state: InterviewState, *, title: str, goal: str, prompt: str, round: int,
+           run_dir: str = "") -> "InterviewBrief":
         amb = component_ambiguities(state)
         clarity = []
         for c in state.active:
@@ -97,6 +99,7 @@ class InterviewBrief:
             weights=dict(state.weights),
             round=round,
             stage=state.stage,
+            run_dir=run_dir,
             goal=state.goal,
             components=tuple(c.name for c in state.active),
             deferred=tuple(c.name for c in state.deferred),

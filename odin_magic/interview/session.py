@@ -268,7 +268,8 @@ class InterviewSession:
 
     # -- round 0 -----------------------------------------------------------------
     def _brief(self, round_no: int) -> InterviewBrief:
-        return InterviewBrief.of(self.state, title=self._title, goal=self._goal, prompt=self._prompt, round=round_no)
+        return InterviewBrief.of(self.state, title=self._title, goal=self._goal, prompt=self._prompt, round=round_no,
+                                 run_dir=str(self.path.parent))
 
     def _call(self, fn: Callable[..., Reply], *args):
         reply = fn(*args)
