@@ -146,7 +146,7 @@ class Settings(BaseModel):
             where = sources.get(field, f"setting {field}")
             raise ConfigError(
                 f"invalid {where}: {err['msg']} (got {err.get('input')!r})",
-                hint=f"fix {where}; see odin_magic/config.py for the accepted values",
+                hint=f"fix {where}; docs/claude-worker.md lists the settings and their values",
             ) from None
 
 
@@ -168,7 +168,7 @@ def _load_prices(raw: str) -> dict[str, Any]:
     """ODIN_PRICES: inline JSON, or the path of a JSON/YAML file holding the same mapping."""
     text = raw.strip()
     source = "ODIN_PRICES"
-    if not text.startswith("{"):
+    if not text.startswith(("{", "[")):
         path = Path(text).expanduser()
         if not path.is_file():
             raise ConfigError(
@@ -176,11 +176,20 @@ def _load_prices(raw: str) -> dict[str, Any]:
                 hint='set it to JSON such as {"claude-sonnet-5-5": {"input": 3, "output": 15}} or to a file path',
             )
         source = str(path)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"ODIN_PRICES: cannot read the price table {path}: {exc}",
+                hint="point ODIN_PRICES at a UTF-8 JSON or YAML file",
+            ) from None
     try:
         data = yaml.safe_load(text)  # JSON is YAML
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid JSON/YAML: {exc}", hint="fix the price table") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid syntax"
+        raise ConfigError(f"{source}: not valid JSON/YAML{where}: {problem}", hint="fix the price table") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{source}: the price table must be a mapping of model name to prices",
@@ -195,7 +204,8 @@ def _load_prices(raw: str) -> dict[str, Any]:
             loc = ".".join(str(p) for p in err["loc"])
             raise ConfigError(
                 f"{source}: price of {model!r}{'.' + loc if loc else ''}: {err['msg']}",
-                hint="each model needs numeric input and output prices (USD per million tokens)",
+                hint="each model needs numeric `input` and `output` prices (USD per million tokens); "
+                "`cache_write` and `cache_read` are optional, and no other key is allowed",
             ) from None
     return out
 

@@ -56,13 +56,22 @@ def test_prices_estimate_cost_and_can_be_overridden(tmp_path: Path):
         ({"ODIN_MAX_TOKENS": "0"}, "ODIN_MAX_TOKENS"),
         ({"ODIN_PRICES": "/no/such/prices.json"}, "neither inline JSON nor a readable file"),
         ({"ODIN_PRICES": '{"m": {"input": "free"}}'}, "price of 'm'"),
-        ({"ODIN_PRICES": "[1, 2]"}, "neither inline JSON"),
+        ({"ODIN_PRICES": "[1, 2]"}, "must be a mapping"),
+        ({"ODIN_PRICES": '{"m": {"input": 1'}, "ODIN_PRICES: not valid JSON/YAML at line 1"),
+        ({"ODIN_PRICES": '{"m": {"input": 1, "output": 2, "cache_wirte": 3}}'}, "price of 'm'.cache_wirte"),
     ],
 )
 def test_bad_settings_are_config_errors_naming_the_variable(env: dict, expected: str):
     with pytest.raises(ConfigError) as info:
         Settings.from_env(env=env)
     assert expected in str(info.value)
+
+
+def test_an_unreadable_price_file_is_a_config_error(tmp_path: Path):
+    table = tmp_path / "prices.json"
+    table.write_bytes(b"\xff\xfe binary \xd0")
+    with pytest.raises(ConfigError, match="cannot read the price table"):
+        Settings.from_env(env={"ODIN_PRICES": str(table)})
 
 
 def test_unknown_argument_is_a_config_error():
