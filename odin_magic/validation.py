@@ -540,6 +540,13 @@ def _path_problem(entry: str) -> str | None:
 # entry points
 
 
+def _unloadable(source: str, exc: YamlError) -> ValidationReport:
+    """The report of a file that is not loadable YAML text: its one error."""
+    report = ValidationReport(path=source)
+    report.errors.append(Diagnostic("error", source, exc.line, exc.column, "", exc.message, exc.hint))
+    return report
+
+
 def validate_text(
     text: str,
     source_name: str,
@@ -552,14 +559,11 @@ def validate_text(
     ``expected_name`` (usually the file's stem) turns a different ``name`` into a warning.
     ``schedulable`` adds the rules of a loop that never pauses for a person.
     """
-    report = ValidationReport(path=source_name)
     try:
         doc = load_yaml(text)
     except YamlError as exc:
-        report.errors.append(
-            Diagnostic("error", source_name, exc.line, exc.column, "", exc.message, exc.hint)
-        )
-        return report
+        return _unloadable(source_name, exc)
+    report = ValidationReport(path=source_name)
     checker = _Checker(source_name, doc)
     data = doc.data
     if not isinstance(data, dict):
@@ -599,25 +603,14 @@ def validate_file(path, schedulable: bool = False) -> ValidationReport:
             if path.exists():
                 raise UsageError(f"{source} is not a file", hint="give the path of a loop .yaml file")
             raise UsageError(f"{source}: no such file", hint="check the path; `odin list` shows the loops you have")
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            report = ValidationReport(path=source)
-            report.errors.append(
-                Diagnostic("error", source, 1, 1, "",
-                           f"the file is {size} bytes, over the {MAX_BYTES // 1024} KiB limit for a loop file",
-                           "a loop file is a few kilobytes of YAML; check that this is the right file")
-            )
-            return report
         with path.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = fh.read(MAX_BYTES + 1)  # one byte more than allowed: enough to refuse a larger file
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror or exc}", hint="check the path and its permissions") from None
     try:
         text = decode_text(raw)
     except YamlError as exc:
-        report = ValidationReport(path=source)
-        report.errors.append(Diagnostic("error", source, exc.line, exc.column, "", exc.message, exc.hint))
-        return report
+        return _unloadable(source, exc)
     return validate_text(text, source, expected_name=path.stem, schedulable=schedulable)
 
 

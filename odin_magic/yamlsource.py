@@ -318,7 +318,7 @@ def decode_text(raw: bytes) -> str:
     """Decode a file's bytes as UTF-8 text (a BOM is dropped), refusing binary data."""
     if len(raw) > MAX_BYTES:
         raise YamlError(
-            f"the file is {len(raw)} bytes, over the {MAX_BYTES // 1024} KiB limit for a loop file",
+            f"the file is over the {MAX_BYTES // 1024} KiB limit for a loop file",
             hint="a loop file is a few kilobytes of YAML; check that this is the right file",
         )
     nul = raw.find(b"\x00")

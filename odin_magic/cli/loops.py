@@ -66,13 +66,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    for raw in args.paths:  # usage errors first, before any report
-        path = Path(raw)
-        if not path.is_file():
-            raise UsageError(
-                f"{raw}: " + ("not a file" if path.exists() else "no such file"),
-                hint="give the path of a loop .yaml file",
-            )
+    # every file is read before anything is printed: a missing one (UsageError, exit 2) leaves no partial report
     reports = [validate_file(path, schedulable=args.schedulable) for path in args.paths]
     if args.json:
         print(reports_to_json(reports))
