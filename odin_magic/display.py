@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .loop import Loop
+from .report import AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_status, stage_marks
 from .state import RunState
 
-# The stage checklist's marks (seed 000: ✅ passed / 🔄 looped / ⏸ awaiting / ⬜ not started).
-PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
 FAILED_MARK = "❌"
+__all__ = ["PASSED", "LOOPED", "AWAITING", "NOT_STARTED", "FAILED_MARK"]
 
 _STYLE = (
     "<style>.odin-t{border-collapse:collapse;font-size:90%}"
@@ -78,43 +78,27 @@ class ChecklistRow:
 
 
 def stage_checklist(state: RunState, stage_ids: Sequence[str] | None = None) -> list[ChecklistRow]:
-    """One row per stage, in loop order: ✅ passed, 🔄 looped / working, ⏸ awaiting, ⬜ not started.
+    """One row per stage, in loop order: ✅ passed, 🔄 looped, ⏸ awaiting, ⬜ not started.
 
-    ``stage_ids`` is the loop's stage order; without it, the order in which the
-    history first mentions each stage (plus the current stage).
+    The marks are :func:`odin_magic.report.stage_marks` (the CLI's), so that a
+    notebook and a terminal agree; ``stage_ids`` gives the loop's order.
     """
+    rows = [ChecklistRow(sid, mark, note) for mark, sid, note in stage_marks(state)]
     if stage_ids is None:
-        seen: list[str] = []
-        for entry in state.history:
-            if entry.stage not in seen:
-                seen.append(entry.stage)
-        if state.current_stage not in seen:
-            seen.append(state.current_stage)
-        stage_ids = seen
-    last: dict[str, str] = {}
-    for entry in state.history:
-        last[entry.stage] = entry.result
-    rows = []
+        if state.current_stage not in [r.stage for r in rows]:
+            rows += [ChecklistRow(m[1], m[0], m[2]) for m in stage_marks(state) if m[1] == state.current_stage]
+        return rows
+    by_id = {r.stage: r for r in rows}
+    out = []
     for sid in stage_ids:
-        loops = state.iterations.get(sid, 0)
-        note = f"looped ×{loops}" if loops else ""
-        if sid == state.current_stage and state.status == "awaiting_approval":
-            mark, note = AWAITING, _join(note, "awaiting approval")
-        elif sid == state.current_stage and state.status == "awaiting_answer":
-            mark, note = AWAITING, _join(note, "waiting for your answer")
-        elif sid == state.current_stage and state.status == "running":
-            mark = LOOPED
-            note = _join(note, "working" if last.get(sid) != "fail" else "retrying")
-        elif sid == state.current_stage and state.status == "failed":
-            mark, note = FAILED_MARK, _join(note, "failed")
-        elif last.get(sid) == "pass":
-            mark = PASSED
-        elif last.get(sid) == "fail":
-            mark = LOOPED
-        else:
-            mark = NOT_STARTED
-        rows.append(ChecklistRow(sid, mark, note))
-    return rows
+        row = by_id.get(sid)
+        if row is None:  # not in the history yet: the report's rules for a fresh stage
+            waiting = state.status in ("awaiting_approval", "awaiting_answer") and sid == state.current_stage
+            note = ("awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer") \
+                if waiting else ("next" if state.active and sid == state.current_stage else "")
+            row = ChecklistRow(sid, AWAITING if waiting else NOT_STARTED, note)
+        out.append(row)
+    return out
 
 
 def _join(*parts: str) -> str:
@@ -163,10 +147,7 @@ class StatusDisplay(_Display):
         return facts
 
     def text(self) -> str:
-        lines = [f"{k:>14}: {v}" for k, v in self._facts()]
-        lines.append("")
-        for row in self.rows:
-            lines.append(f"  {row.mark} {row.stage}" + (f"  ({row.note})" if row.note else ""))
+        lines = [render_status(self.state, self.loop)]  # the CLI's `odin status`, word for word
         if self.question:
             lines += ["", self.question]
         hint = _next_hint(self.state)
@@ -298,9 +279,7 @@ class RunsDisplay(_Display):
                 f"{total.total_tokens:,}", _money(total.cost_usd), _short(s.task, 60)]
 
     def text(self) -> str:
-        if not self.states:
-            return "No runs yet."
-        return _text_table(self.headers, [self._cells(s) for s in self.states])
+        return render_runs(self.states)  # the CLI's `odin runs`
 
     def html(self) -> str:
         if not self.states:

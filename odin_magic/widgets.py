@@ -16,6 +16,7 @@ from typing import Callable, Protocol, Sequence
 
 from .display import AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay, stage_checklist
 from .events import EngineEvent
+from .report import format_event
 from .loop import Loop
 from .state import RunState
 
@@ -386,25 +387,15 @@ class RunView:
 
 
 class TextRunView:
-    """Where there is no widget front end: one line per event, printed as it happens."""
+    """Where there is no widget front end: one line per event (the CLI's lines), printed as it happens."""
 
     def __init__(self, write: Callable[[str], None] | None = None):
         self.write = write or (lambda line: print(line, flush=True))
 
     def handle_event(self, event: EngineEvent) -> None:
-        kind, stage = event.kind, event.stage or ""
-        if kind == "worker":
-            self.write(f"  [{stage}] {event.text.rstrip()}")
-        elif kind == "stage_started":
-            self.write(f"{LOOPED} {stage} …")
-        elif kind == "gate_passed":
-            self.write(f"{PASSED} {stage}: gate passed" + (f" — {event.text}" if event.text else ""))
-        elif kind == "gate_failed":
-            self.write(f"{FAILED_MARK} {stage}: gate failed — {event.text}")
-        elif kind == "paused":
-            self.write(f"{AWAITING} {stage} waits for approval: %odin approve, or %odin revise \"...\"")
-        elif kind in ("done", "failed", "stopped", "abandoned", "notice"):
-            self.write(f"odin: {kind}" + (f" — {event.text}" if event.text else ""))
+        line = format_event(event)
+        if line is not None:
+            self.write(line)
 
     def show_state(self, state: RunState) -> None:  # the text view prints events only
         pass

@@ -117,7 +117,7 @@ def test_run_to_the_pause_then_approve_to_done(ip, project, capsys):
     text = repr(shown)
     assert "⏸ review" in text and "✅ write" in text and "⬜ finish" in text
     printed = capsys.readouterr().out
-    assert "review: gate failed" in printed and "waits for approval" in printed  # the text live view
+    assert "review gate failed" in printed and "awaiting approval" in printed  # the text live view
 
     assert "awaiting_approval" in repr(odin(ip, "status"))
     done = odin(ip, "approve --wait")

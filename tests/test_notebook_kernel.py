@@ -70,7 +70,7 @@ def test_a_blocking_cell_runs_while_the_background_drive_advances(kernel, tmp_pa
     started = kernel.execute("%odin run tiny --task t --dry --stage-delay 0.3")
     assert any(m["msg_type"] == "display_data" and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
                for m in started), "the live view is a widget"
-    assert "status: running" in text_of(kernel.execute("%odin status"))  # the cell returned at once
+    assert "▶ running" in text_of(kernel.execute("%odin status"))  # the cell returned at once
     blocking = kernel.execute(wait_for("paused", "_st.status == 'awaiting_approval'")
                               + "print('the blocking cell is done')")
     assert text_of(blocking).strip() == "the blocking cell is done"  # no background output in this cell
@@ -86,7 +86,7 @@ def test_a_blocking_cell_runs_while_the_background_drive_advances(kernel, tmp_pa
 def test_status_mid_run_and_the_approve_button(kernel, tmp_path):
     kernel.execute(odin_then_wait_for("run tiny --task t --dry --stage-delay 0.5", "stage_started"))
     mid = text_of(kernel.execute("%odin status"))
-    assert "status: running" in mid and "🔄 write" in mid
+    assert "▶ running" in mid and "write  — next" in mid
     kernel.execute("%odin wait")  # the drive has returned: the panel is on screen
     clicked = kernel.execute(MAGICS + """\
 _panel = _m.runner().view.approval

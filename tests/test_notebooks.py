@@ -47,7 +47,7 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
         monkeypatch.delenv(var, raising=False)  # offline, whatever the environment says
     nb = execute("quickstart.ipynb", tmp_path, extra=("quickstart.script.yaml",))
     texts = outputs_text(nb)
-    assert any("status: done" in t for t in texts)
+    assert any("✅ done" in t for t in texts)
     assert any("divide(1, 0) raises ValueError" in t for t in texts)
     assert not any("Unknown child process" in t for t in texts)  # background noise stays out of cells
     run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
@@ -70,7 +70,7 @@ def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):
     assert (tmp_path / ".odin-loop" / "loops" / "doc-review.yaml").is_file()
     pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
     assert pngs, "show draws the loop"
-    assert "status: done" in joined
+    assert "✅ done" in joined
 
 
 @pytest.mark.skipif(not os.environ.get("ANTHROPIC_API_KEY"), reason="real-claude.ipynb calls the Anthropic API: "
