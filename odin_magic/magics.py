@@ -355,7 +355,7 @@ class OdinMagics(Magics):
             from .widgets import RunView
 
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
-                           question_source=runner.pending_question)
+                           question_source=runner.pending_question, question_panel_source=runner.question_panel)
             charts = []
             if self.charts:
                 from .charts import ChartHandle, run_chart

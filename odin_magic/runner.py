@@ -191,6 +191,24 @@ class NotebookRunner:
         question = pending_question(self.engine.run_dir(state.run_id), state.current_stage)
         return render_question(question) if question is not None else None
 
+    def question_panel(self, state: RunState):
+        """The interview's own question panel (options, you decide, skip, ...) sending through ``answer``;
+        None when no interview question waits or the interview package is not installed."""
+        if state.status != "awaiting_answer":
+            return None
+        try:
+            from .interview.runner import interview_state
+            from .interview.widget import QuestionPanel
+        except ImportError:
+            return None
+        try:
+            iv = interview_state(self.engine.run_dir(state.run_id), state.current_stage)
+        except OdinError:
+            return None
+        if iv is None or iv.pending is None:
+            return None
+        return QuestionPanel(iv.pending, lambda text: self.answer(text), stage=state.current_stage, state=iv)
+
     def interview_chart(self, state: RunState, stage_id: str):
         """The interview's convergence chart (ambiguity per round against the threshold), from its saved state."""
         from .charts import InterviewRound, interview_convergence

@@ -138,6 +138,7 @@ class AnswerPanel:
         self.send_button = w.Button(description="Send answer", button_style="primary", icon="paper-plane")
         self.message = w.HTML()
         self.send_button.on_click(self._send)
+        self.buttons = [self.send_button]
         self.widget = w.VBox([
             w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> asks</h4>"
                    f"<pre style='white-space:pre-wrap'>{html.escape(question or '(see %odin status)')}</pre>"),
@@ -163,11 +164,13 @@ class RunView:
 
     def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None,
                  state_source: Callable[[], RunState] | None = None,
-                 question_source: Callable[[RunState], str | None] | None = None):
+                 question_source: Callable[[RunState], str | None] | None = None,
+                 question_panel_source: Callable[[RunState], object | None] | None = None):
         import ipywidgets as w
 
+        self.question_panel_source = question_panel_source  # the interview's own panel, when installed
         self.question_source = question_source  # the interview's waiting question, as text
-        self.answer_panel: AnswerPanel | None = None
+        self.answer_panel = None  # AnswerPanel, or the interview's QuestionPanel
         self.state_source = state_source  # the live RunState, read when the run pauses
         self.loop = loop
         self.project_dir = Path(project_dir)
@@ -177,6 +180,7 @@ class RunView:
         self._lock = threading.RLock()
         self._marks: dict[str, str] = {}
         self._pending_verdict: dict | None = None
+        self._question_text = ""  # the interview's last question event
         self._pending_commands: list[str] = []
         self.title = w.HTML()
         self.checklist = w.HTML()
@@ -250,10 +254,13 @@ class RunView:
             if state.status == "awaiting_approval":
                 self._show_approval(state)
             elif state.status == "awaiting_answer":
-                question = self.question_source(state) if self.question_source else None
-                self.answer_panel = AnswerPanel(state.current_stage, question or "", self.actions)
+                panel = self.question_panel_source(state) if self.question_panel_source else None
+                if panel is None:  # no interview widget installed: a plain answer box
+                    question = (self.question_source(state) if self.question_source else None) or self._question_text
+                    panel = AnswerPanel(state.current_stage, question or "", self.actions)
+                self.answer_panel = panel
                 self.approval = None
-                self.approval_box.children = (self.answer_panel.widget,)
+                self.approval_box.children = (panel.widget,)
             elif self.approval is not None or self.answer_panel is not None:
                 self.approval_box.children = ()
                 self.approval = None
@@ -331,7 +338,9 @@ class RunView:
                 if not passed:
                     self._append("stdout", f"✗ gate failed: {event.text}\n")
                     self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
-            elif kind in ("paused", "awaiting_answer") and stage:
+            elif kind in ("paused", "awaiting_answer", "question") and stage:
+                if kind == "question":
+                    self._question_text = event.text
                 self._marks[stage] = AWAITING
                 if self.state_source is not None:
                     self.show_state(self.state_source())  # the approval panel appears now
@@ -383,6 +392,8 @@ class RunView:
                 for b in self.approval.buttons:
                     b.disabled = True
                 self.approval.feedback.disabled = True
+            for b in getattr(self.answer_panel, "buttons", []):
+                b.disabled = True
             self.status_line.value = "<span style='color:#777'>continued in a later cell</span>"
 
 

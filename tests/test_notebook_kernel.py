@@ -143,3 +143,47 @@ def test_the_run_chart_is_updated_in_place_from_the_background(kernel, tmp_path)
     kernel.drain()
     updates = [m for m in kernel.messages if m["msg_type"] == "update_display_data"]
     assert any("image/png" in m["content"]["data"] for m in updates)
+
+
+TALK_LOOP = """\
+name: talk
+max_iterations: 3
+stages:
+  - id: interview
+    interview: {mode: deep, challenges: []}
+    produces: [spec.md, interview-log.md]
+    gate: {mode: ai+human, check: the stop condition holds}
+"""
+
+
+def test_the_live_view_shows_the_interviews_question_panel_and_answers_through_it(tmp_path, monkeypatch):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    script = Path(__file__).resolve().parent.parent / "example_notebooks" / "interview.script.yaml"
+    (tmp_path / "interview.script.yaml").write_text(script.read_text())
+    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
+    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(TALK_LOOP)
+    k = Kernel(tmp_path)
+    try:
+        k.execute('%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"')
+        k.execute('%odin run talk --task "review bank CSV imports" --wait')
+        k.execute(MAGICS + """\
+_view = _m.runner().view
+_p = _view.answer_panel
+assert type(_p).__name__ == 'QuestionPanel', _p
+_p.answer_box.value = 'defer Notifications; confirm'
+_p.send_button.click()
+""")
+        k.execute("%odin wait")
+        k.execute(MAGICS + """\
+_p2 = _m.runner().view.answer_panel
+assert _p2 is not _p and _p2.question.round == 1, _p2
+_p2.option_buttons[0].click()
+""")
+        k.execute("%odin wait")
+        status = text_of(k.execute("%odin status"))
+    finally:
+        k.shutdown()
+    state = state_json(tmp_path)
+    assert state["status"] == "awaiting_answer" and state["interview"]["rounds"] == 1
+    assert "awaiting your answer" in status and "Round 2" in status  # the waiting question, as text
