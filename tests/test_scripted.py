@@ -119,6 +119,7 @@ def test_a_stage_the_script_does_not_cover_stops_clearly(project: Path, tmp_path
         ("judge:\n  write: [{passed: maybe}]\n", ":2:20: field judge.write.0.passed: not a verdict"),
         ("stages: [unclosed\n", ":2:1: invalid YAML"),
         ("- just a list\n", "a script is a mapping"),
+        ("answers:\n  interview-score: [1, 2]\n", ":2:20: field answers.interview-score"),
     ],
 )
 def test_script_mistakes_are_config_errors_naming_the_place(tmp_path: Path, text: str, expected: str):

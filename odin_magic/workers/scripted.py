@@ -217,6 +217,11 @@ def _as_answer(value: Any) -> Any:
     return value
 
 
+def _answers_by_stage(value: Any) -> Any:
+    """``{stage: answer or [answers]}`` with every answer in its long form."""
+    if not isinstance(value, dict):
+        return value
+    return {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in value.items()}
 
 
 class Script(_Strict):
@@ -250,9 +255,7 @@ class Script(_Strict):
     @field_validator("judge", mode="before")
     @classmethod
     def _verdicts(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in value.items()}
-        return value
+        return _answers_by_stage(value)
 
     @field_validator("default_verdict", mode="before")
     @classmethod
@@ -278,10 +281,7 @@ class Script(_Strict):
     @classmethod
     def _answers(cls, value: Any) -> Any:
         if isinstance(value, dict):
-            return {
-                purpose: {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in (by_stage or {}).items()}
-                for purpose, by_stage in value.items()
-            }
+            return {purpose: _answers_by_stage(by_stage or {}) for purpose, by_stage in value.items()}
         return value
 
 
