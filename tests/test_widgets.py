@@ -1,0 +1,110 @@
+"""The live run view and the approval panel, driven by a real engine's events (no kernel needed:
+ipywidgets work in a plain process, and ``button.click()`` fires ``on_click``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbtools import write_tiny_loop
+from odin_magic.engine import Engine
+from odin_magic.state import DryOptions
+from odin_magic.widgets import RunView, TextRunView
+
+
+class Recorder:
+    """RunActions that record what the buttons asked for, and drive the real engine for approve/revise."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.calls: list[tuple[str, str]] = []
+
+    def approve(self) -> None:
+        self.calls.append(("approve", ""))
+        self.engine.approve()
+
+    def revise(self, feedback: str) -> None:
+        self.calls.append(("revise", feedback))
+        self.engine.revise(feedback)
+
+    def stop(self) -> None:
+        self.calls.append(("stop", ""))
+
+    def answer(self, text: str) -> None:
+        self.calls.append(("answer", text))
+
+
+def drive(tmp_path: Path, gates: list[str]):
+    write_tiny_loop(tmp_path)
+    engine = Engine(tmp_path)
+    loop = engine.catalog.load("tiny")
+    actions = Recorder(engine)
+    view = RunView(loop, tmp_path, actions, state_source=lambda: engine.status())
+    engine.listener = view.handle_event
+    state = engine.start("tiny", "write notes", dry=DryOptions(gates=gates))
+    view.show_state(state)
+    return engine, view, actions, state
+
+
+def test_the_live_view_follows_a_run_with_a_loopback(tmp_path):
+    engine, view, actions, state = drive(tmp_path, ["review:fail"])
+    assert state.status == "awaiting_approval"
+    assert view.progress.value == 1 and view.progress.max == 5
+    assert "1 / 5 loopbacks" in view.progress_label.value
+    checklist = view.checklist.value
+    assert "✅ <code>write</code>" in checklist and "⏸ <code>review</code>" in checklist
+    assert "⬜ <code>finish</code>" in checklist
+    streamed = "".join(o["text"] for o in view.output.outputs)
+    assert "── write ──" in streamed and "dry run: wrote notes.md" in streamed and "gate failed" in streamed
+    assert [(v.stage, v.passed) for v in view.verdicts] == [("write", True), ("review", False), ("write", True),
+                                                           ("review", True)]
+    assert "review:fail" in view.verdicts_html.value and "<details>" in view.verdicts_html.value
+    assert "(4)" in view.verdicts_box.get_title(0)
+    assert view.stop_button.disabled  # paused: the approval panel has its own buttons
+
+
+def test_the_approval_panel_previews_artifacts_and_approves_once(tmp_path):
+    engine, view, actions, _ = drive(tmp_path, [])
+    panel = view.approval
+    assert panel is not None and panel.stage == "review"
+    titles = [panel.widget.children[1].get_title(i) for i in range(len(panel.widget.children[1].children))]
+    assert titles == ["review.md"]
+    preview = panel.widget.children[1].children[0].value
+    assert "dry run" in preview.lower() or "review" in preview.lower()
+    panel.approve_button.click()
+    panel.approve_button.click()
+    assert actions.calls == [("approve", "")]
+    assert all(b.disabled for b in panel.buttons)
+    assert engine.status().status == "done"
+
+
+def test_request_changes_needs_feedback_then_revises(tmp_path):
+    engine, view, actions, _ = drive(tmp_path, [])
+    panel = view.approval
+    panel.revise_button.click()  # no feedback yet: nothing is sent, the buttons come back
+    assert actions.calls == [] and not panel.approve_button.disabled
+    assert "Write what should change" in panel.message.value
+    panel.feedback.value = "mention the units"
+    panel.revise_button.click()
+    assert actions.calls == [("revise", "mention the units")]
+    assert engine.status().status == "awaiting_approval"
+
+
+def test_the_stop_button_asks_the_actions_to_stop(tmp_path):
+    write_tiny_loop(tmp_path)
+    engine = Engine(tmp_path)
+    actions = Recorder(engine)
+    view = RunView(engine.catalog.load("tiny"), tmp_path, actions)
+    view.stop_button.click()
+    assert actions.calls == [("stop", "")] and view.stop_button.disabled
+    assert "stop requested" in view.status_line.value
+
+
+def test_the_text_view_prints_one_line_per_event(tmp_path):
+    write_tiny_loop(tmp_path)
+    lines: list[str] = []
+    view = TextRunView(lines.append)
+    engine = Engine(tmp_path, listener=view.handle_event)
+    engine.start("tiny", "t", dry=DryOptions(gates=["review:fail"]))
+    text = "\n".join(lines)
+    assert "review gate failed" in text and "awaiting approval" in text
+    assert not any("<" in line and ">" in line and "</" in line for line in lines)  # text, not HTML
