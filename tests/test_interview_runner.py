@@ -155,3 +155,26 @@ def test_render_question_lists_options_and_commands():
         "  2) pandas [medium]\n"
         "answer: your answer | a number to pick an option | `you decide` | `skip`"
     )
+
+
+def test_a_finished_interview_joins_the_run_thread_once(project):
+    from odin_magic.workers.conversation import RunThread
+
+    loop = loop_from(LOOP)
+    runner = DeepInterviewRunner(ScriptedInterviewModel.from_yaml(SCRIPT))
+    job = stage_job(loop, "interview", project)
+    session = EngineSession()
+    for text in (None, "confirm", "a", "No, they are the point", "b", "c"):
+        session.answer = text
+        try:
+            runner(session, job, Events())
+        except AwaitingAnswer:
+            pass
+    runner(EngineSession(), job, Events())  # performed again with nothing new: no second segment
+    thread = RunThread.load(job.run_dir)
+    assert [s.stage for s in thread.segments] == ["interview"]
+    user, assistant = thread.segments[0].messages
+    text = user["content"][0]["text"]
+    assert "round 2 challenge (contrarian): Do we need imports at all? -> No, they are the point" in text
+    assert "## Acceptance Criteria\n1. [Ingestion] Given a CSV of 3 rows" in text
+    assert assistant["content"][0]["text"].startswith("Interview finished (converged) after 3 rounds")

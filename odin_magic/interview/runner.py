@@ -112,6 +112,7 @@ class DeepInterviewRunner:
     def perform(self, job: StageJob, sink: EventSink, answer: str | None = None, session: Any = None) -> StageResult:
         iv = self.open(job, sink)
         st = iv.state
+        was_done = iv.done
         if iv.done and not answer:
             fresh_feedback = job.feedback and job.feedback not in st.feedback
             if fresh_feedback or job.attempt != st.attempt:
@@ -133,11 +134,35 @@ class DeepInterviewRunner:
             f"interview finished ({st.stopped_by}) after {st.round} rounds; ambiguity {check.ambiguity:.2f} "
             f"(target {st.threshold:.2f}); stop condition {'holds' if check.holds else 'does not hold'}"
         )
+        if not was_done or answer:
+            add_to_run_thread(job, iv, summary)
         return StageResult(summary=summary, usage=usage)
 
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         """The gate of a deep-interview stage: the computed stop condition (then ai+human approval applies)."""
         return JudgeResult(verdict=interview_verdict(job.run_dir, job.stage.id, job.commands))
+
+
+def add_to_run_thread(job: StageJob, iv: InterviewSession, summary: str) -> None:
+    """Give the run's inline thread the interview, as an inline stage's turns would (later inline stages see it)."""
+    from ..workers.conversation import RunThread
+
+    st = iv.state
+    lines = [f"# Stage {job.stage.id}: {job.stage.display_title} (a deep interview, run by the engine)",
+             "", f"Task of the run: {job.task}", "", "The interview, round by round:"]
+    for r in st.rounds:
+        if r.challenge and r.challenge.probe:
+            lines.append(f"- round {r.number} challenge ({r.challenge.kind}): {r.challenge.probe} -> {r.challenge.answer}")
+        by = " (auto-answer, an assumption)" if r.answered_by == "auto" else ""
+        lines.append(f"- round {r.number} [{r.component} / {r.dimension}] Q: {r.question} A{by}: {r.answer}")
+    spec = iv.spec_path.read_text(encoding="utf-8") if iv.spec_path.is_file() else "(no spec.md)"
+    lines += ["", "The resulting spec.md:", spec]
+    thread = RunThread.load(job.run_dir)
+    thread.add_segment(job.stage.id, [
+        {"role": "user", "content": [{"type": "text", "text": "\n".join(lines)}]},
+        {"role": "assistant", "content": [{"type": "text", "text": summary.capitalize() + "."}]},
+    ], summary)
+    thread.save()
 
 
 def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
