@@ -35,9 +35,9 @@ def setup(project: Path) -> tuple:
     return loop, job
 
 
-def judge_with(fake: FakeMessages, job):
+def judge_with(fake: FakeMessages, job, **settings):
     events = Events()
-    result = ClaudeWorker(Settings(), client_factory=fake.factory()).judge(job, events)
+    result = ClaudeWorker(Settings(**settings), client_factory=fake.factory()).judge(job, events)
     return result, events
 
 
@@ -115,3 +115,14 @@ def test_judge_api_failure_is_a_worker_error(project: Path):
     fake = FakeMessages().error(503, "unavailable").error(503, "unavailable").error(503, "unavailable")
     with pytest.raises(WorkerError, match="503"):
         judge_with(fake, job)
+
+
+def test_an_unknown_judge_model_is_named_in_the_error(project: Path):
+    import pytest
+
+    from odin_magic.workers.base import WorkerError
+
+    _, job = setup(project)
+    fake = FakeMessages().error(404, "model: claude-nope")
+    with pytest.raises(WorkerError, match="is the model name 'claude-nope' right"):
+        judge_with(fake, job, judge_model="claude-nope")

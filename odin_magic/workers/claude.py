@@ -180,8 +180,8 @@ def _api_message(exc: Exception) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
-    """A clear, resumable WorkerError for an SDK exception."""
+def api_failure(exc: Exception, settings: Settings, what: str, model: str | None = None) -> WorkerError:
+    """A clear, resumable WorkerError for an SDK exception (``model``: the one called, default the settings')."""
     again = "The run stays resumable: `odin run` (or %odin run) performs this step again."
     n = settings.max_retries
     retries = f"after {n} {'retry' if n == 1 else 'retries'}"
@@ -191,7 +191,7 @@ def api_failure(exc: Exception, settings: Settings, what: str) -> WorkerError:
     if isinstance(exc, anthropic.PermissionDeniedError):
         return WorkerError(f"{what}: the API key may not use this model or endpoint (403: {detail}). {again}")
     if isinstance(exc, anthropic.NotFoundError):
-        return WorkerError(f"{what}: not found (404: {detail}); is the model name {settings.model!r} right? {again}")
+        return WorkerError(f"{what}: not found (404: {detail}); is the model name {model or settings.model!r} right? {again}")
     if isinstance(exc, anthropic.BadRequestError):
         hint = " Lower ODIN_CONTEXT_BUDGET so the inline thread is trimmed sooner." if "too long" in detail else ""
         return WorkerError(f"{what}: the API refused the request (400: {detail}).{hint} {again}")
@@ -432,7 +432,7 @@ class ClaudeWorker:
                     ]
                     continue
                 except anthropic.AnthropicError as exc:
-                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}")
+                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
                     err.usage = usage  # type: ignore[attr-defined]
                     raise err from exc
                 usage = usage + self._cost(model, usage_of(reply), emit)
