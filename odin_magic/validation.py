@@ -199,7 +199,13 @@ def _kind(value: Any) -> str:
         return f"the boolean {str(value).lower()}"
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
+    text = str(value)
+    if len(text) > _SHOWN_CHARS:  # e.g. a whole text file read as one scalar: show its start only
+        return f"{text[:_SHOWN_CHARS]!r}… ({len(text)} characters)"
     return f"{value!r}"
+
+
+_SHOWN_CHARS = 60  # of a value quoted in a message
 
 
 # Where each field of the nested models lives, to redirect a key written one level off.

@@ -167,6 +167,13 @@ def test_top_level_must_be_a_mapping():
         assert words in err.message and err.line == 1
 
 
+def test_a_long_value_is_quoted_by_its_start_only():
+    [err] = validate_text("word " * 5000, "cell").errors
+    assert "not a mapping" in err.message and "(24999 characters)" in err.message and len(err.message) < 200
+    [err] = validate_text("name: x\nmax_iterations: " + "many " * 100 + "\nstages: []\n", "cell").errors[:1]
+    assert "max_iterations" in err.field and len(err.message) < 200
+
+
 def test_validate_text_reports_positions_of_the_given_text():
     text = (FIXTURES / "on-fail-target-bad.yaml").read_text()
     report = validate_text("\n\n" + text, "<cell>", expected_name="on-fail-target-bad")
