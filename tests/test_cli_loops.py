@@ -185,6 +185,13 @@ def test_show_unknown_loop_exits_2(capsys, tmp_path):
     assert code == 2 and "no loop named 'no-such-loop'" in err
 
 
+def test_show_a_missing_path_or_a_directory_exits_2(capsys, tmp_path):
+    code, _, err = run(capsys, "show", str(tmp_path / "gone.yaml"))
+    assert code == 2 and "no such file" in err
+    code, _, err = run(capsys, "show", str(tmp_path) + "/")
+    assert code == 2 and "is not a file" in err
+
+
 def test_console_entry_point_runs_as_a_module(tmp_path):
     bad = FIXTURES / "gate-fields-bad.yaml"
     proc = subprocess.run(

@@ -192,19 +192,13 @@ def render_loop(loop: Loop, source: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    given = Path(args.loop)
     if args.loop.endswith((".yaml", ".yml")) or "/" in args.loop:
-        if not given.is_file():
-            raise UsageError(f"{args.loop}: no such file", hint="give a loop name or the path of a loop .yaml file")
-        report: ValidationReport = validate_file(given)
-        source = str(given)
+        path = Path(args.loop)  # validate_file says when it is missing or not a file
     else:
-        catalog = LoopCatalog(_project(args))
-        path = catalog.resolve(args.loop)
-        report = validate_file(path)
-        source = str(path)
+        path = LoopCatalog(_project(args)).resolve(args.loop)
+    report: ValidationReport = validate_file(path)
     if not report.ok or report.loop is None:
         print(report.format())
         return 1
-    print(render_loop(report.loop, source))
+    print(render_loop(report.loop, str(path)))
     return 0
