@@ -100,6 +100,7 @@ def test_an_interview_run_pauses_for_each_answer_and_then_for_approval(engine, p
     assert on_disk["interview"] == {"threshold": 0.15, "rounds": 3, "ambiguity": 0.13,
                                     "topology": ["Ingestion", "Export"]}
     assert "## Convergence" in (run_dir / "spec.md").read_text()
+    assert state.usage.by_stage["interview"].input_tokens > 0  # the interview's model calls are accounted
     state = engine.approve()
     assert state.status == "done"
     assert [h.gate for h in state.history] == ["ai-pending", "approved", "ai"]

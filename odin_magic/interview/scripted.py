@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from ..errors import UsageError
+from ..state import Usage
 from .models import (
     AutoAnswer,
     Candidates,
@@ -102,6 +103,12 @@ class ScriptedInterviewModel:
             self.calls.append((method, n))
             self.briefs.append(brief)
 
+    @staticmethod
+    def _reply(value, brief: InterviewBrief) -> Reply:
+        """A reply with estimated tokens (about 4 characters each), so offline runs account usage too."""
+        usage = Usage(input_tokens=len(brief.render()) // 4 + 1, output_tokens=len(value.model_dump_json()) // 4 + 1)
+        return Reply(value, usage)
+
     def _parse(self, model, data, where: str):
         try:
             return model.model_validate(data)
@@ -112,24 +119,24 @@ class ScriptedInterviewModel:
     def propose_components(self, brief: InterviewBrief) -> Reply[ComponentProposal]:
         self._note("propose_components", 0, brief)
         comps = [{"name": c} if isinstance(c, str) else c for c in self.script.get("components", [])]
-        return Reply(self._parse(ComponentProposal, {"goal": self.script.get("goal", ""), "components": comps}, "components"))
+        return self._reply(self._parse(ComponentProposal, {"goal": self.script.get("goal", ""), "components": comps}, "components"), brief)
 
     def explore(self, brief: InterviewBrief) -> Reply[ContextFindings]:
         self._note("explore", 0, brief)
         findings = [{"text": f} if isinstance(f, str) else f for f in self.script.get("findings", [])]
-        return Reply(self._parse(ContextFindings, {"findings": findings}, "findings"))
+        return self._reply(self._parse(ContextFindings, {"findings": findings}, "findings"), brief)
 
     def ask_question(self, brief: InterviewBrief, component: str, dimension: str) -> Reply[QuestionDraft]:
         self._note("ask_question", brief.round, brief)
         r = self._round(brief.round)
         question = r.get("question") or f"What should the {dimension} of {component} be?"
-        return Reply(QuestionDraft(question=question, offer_candidates=bool(r.get("offer_candidates", "candidates" in r))))
+        return self._reply(QuestionDraft(question=question, offer_candidates=bool(r.get("offer_candidates", "candidates" in r))), brief)
 
     def research_candidates(self, brief: InterviewBrief, question: str) -> Reply[Candidates]:
         self._note("research_candidates", brief.round, brief)
         r = self._round(brief.round)
         cands = [{"answer": c} if isinstance(c, str) else c for c in r.get("candidates", [])]
-        return Reply(self._parse(Candidates, {"candidates": cands}, f"rounds.{brief.round}.candidates"))
+        return self._reply(self._parse(Candidates, {"candidates": cands}, f"rounds.{brief.round}.candidates"), brief)
 
     def auto_answer(self, brief: InterviewBrief, question: str) -> Reply[AutoAnswer]:
         self._note("auto_answer", brief.round, brief)
@@ -137,18 +144,18 @@ class ScriptedInterviewModel:
             "assumption": f"Keep the simplest reversible choice for: {question}",
             "confidence": "low",
         }
-        return Reply(self._parse(AutoAnswer, data, f"rounds.{brief.round}.auto_answer"))
+        return self._reply(self._parse(AutoAnswer, data, f"rounds.{brief.round}.auto_answer"), brief)
 
     def challenge(self, brief: InterviewBrief, kind: str) -> Reply[ChallengeProbe]:
         self._note(f"challenge:{kind}", brief.round, brief)
         data = self._round(brief.round).get("challenge") or {"probe": f"({kind}) What if the opposite were true?"}
-        return Reply(self._parse(ChallengeProbe, data, f"rounds.{brief.round}.challenge"))
+        return self._reply(self._parse(ChallengeProbe, data, f"rounds.{brief.round}.challenge"), brief)
 
     def score_round(self, brief: InterviewBrief, exchange: Exchange) -> Reply[RoundAssessment]:
         self._note("score_round", exchange.round, brief)
         r = self._round(exchange.round)
         data = r.get("auto_assessment") if exchange.answered_by == "auto" and "auto_assessment" in r else r.get("assessment")
         try:
-            return Reply(_assessment(data))
+            return self._reply(_assessment(data), brief)
         except ValueError as exc:
             raise UsageError(f"{self.source}: rounds.{exchange.round}.assessment is invalid: {exc}") from None
