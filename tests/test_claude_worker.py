@@ -348,3 +348,14 @@ def test_a_stage_ends_at_its_turn_limit_with_a_note(project: Path, fake: FakeMes
     assert any("used its 2 model turns" in t for t in events.of("info"))
     saved = json.loads((job.run_dir / "thread.json").read_text())["segments"][0]["messages"]
     assert saved[-1]["role"] == "assistant"  # a thread that can be continued: no dangling tool call
+
+
+def test_an_unreachable_base_url_is_named_and_the_stage_stays_resumable(project: Path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    loop = loop_from(LOOP)
+    job = stage_job(loop, "spec", project)
+    worker = ClaudeWorker(Settings(base_url="http://127.0.0.1:9", max_retries=0, timeout=10))  # the real SDK client
+    with pytest.raises(WorkerError) as info:
+        worker.perform(job, Events())
+    message = str(info.value)
+    assert "cannot reach http://127.0.0.1:9 (ANTHROPIC_BASE_URL)" in message and "resumable" in message

@@ -200,7 +200,8 @@ def api_failure(exc: Exception, settings: Settings, what: str, model: str | None
     if isinstance(exc, anthropic.APITimeoutError):
         return WorkerError(f"{what}: the API timed out {retries}. {again}")
     if isinstance(exc, anthropic.APIConnectionError):
-        return WorkerError(f"{what}: cannot reach the API {retries} ({exc}). {again}")
+        where = f"{settings.base_url} (ANTHROPIC_BASE_URL)" if settings.base_url else "the Anthropic API"
+        return WorkerError(f"{what}: cannot reach {where} {retries} ({exc}). {again}")
     return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
 
 
