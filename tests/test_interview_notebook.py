@@ -77,21 +77,23 @@ def test_answering_through_the_question_panel_in_a_kernel(tmp_path, monkeypatch)
         k.execute("%load_ext odin_magic")
         k.execute('%config OdinMagics.script = "interview.script.yaml"')
         k.execute('%odin run talk --task "review bank CSV imports" --wait')
+        # the live view's question panel: set the answer box, click Send
         k.execute(
             "from pathlib import Path\n"
             "from odin_magic.interview.runner import interview_state\n"
             "from odin_magic.interview.widget import QuestionPanel\n"
             "runner = get_ipython().magics_manager.registry['OdinMagics'].runner()\n"
             "run_dir = next(Path('.odin-loop/runs').iterdir())\n"
-            "def panel():\n"
-            "    st = interview_state(run_dir)\n"
-            "    return QuestionPanel(st.pending, runner.answer, state=st)\n"
-            "p = panel()\n"
+            "p = runner.view.answer_panel\n"
+            "assert isinstance(p, QuestionPanel), p\n"
             "p.answer_box.value = 'defer Notifications; confirm'\n"
             "p.send_button.click()"
         )
         k.execute("%odin wait")
-        k.execute("p = panel()\np.option_buttons[0].click()")
+        # round 1 offers options: click the first one
+        k.execute("p = runner.view.answer_panel\n"
+                  "assert p.question.round == 1, p.question\n"
+                  "p.option_buttons[0].click()")
         k.execute("%odin wait")
         out = k.execute("st = interview_state(run_dir)\n"
                         "print(st.pending.round, [c.name for c in st.active], st.rounds[0].answered_by)")
