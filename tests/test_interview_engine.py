@@ -159,3 +159,18 @@ def test_an_ai_gated_interview_goes_straight_on_and_a_failed_gate_asks_again(eng
     assert (state.status, state.current_stage, state.iterations) == ("awaiting_answer", "interview", {"interview": 1})
     question = [e for e in engine.events if e.kind == "question"][-1].data["question"]
     assert (question["round"], question["component"]) == (2, "Export")
+
+
+def test_revise_at_the_approval_pause_continues_the_interview(engine, project):
+    engine.start("talk", "csv review")
+    for reply in ("confirm", "CSV from two banks", "yes, the accountant needs it", "the accountant", "same ref"):
+        state = engine.answer(reply)
+    assert state.status == "awaiting_approval"
+    state = engine.revise("Export must also cover XLSX")
+    assert (state.status, state.current_stage) == ("awaiting_answer", "interview")
+    question = [e for e in engine.events if e.kind == "question"][-1].data["question"]
+    assert question["round"] == 4
+    briefs_feedback = json.loads((engine.run_dir(state.run_id) / "interview.json").read_text())["feedback"]
+    assert briefs_feedback == ["Export must also cover XLSX"]
+    state = engine.answer("XLSX too, same columns")
+    assert state.status == "awaiting_approval" and state.interview.rounds == 4
