@@ -606,3 +606,21 @@ def test_every_reply_is_a_usage_counted_reply(tmp_path):
     h.session.start()
     assert h.session.take_usage().total_tokens == 12
     assert h.session.take_usage().total_tokens == 0
+
+
+def test_the_stages_dimensions_override_the_weights(tmp_path):
+    script = """
+components: [Ingestion]
+rounds:
+  default:
+    assessment:
+      scores: {Ingestion: {goal: .8, constraints: .1, criteria: .6}}
+"""
+    h = Harness(tmp_path, script, challenges=[], dimensions={"goal": 0.5, "criteria": 0.5})
+    answer_until(h, 1)
+    assert h.session.state.weights == {"goal": 0.5, "criteria": 0.5}
+    h.session.answer("x")
+    # constraints is not a dimension here: 1 - (.8*.5 + .6*.5) = .30
+    assert h.session.state.rounds[0].ambiguity == 0.3
+    assert "dimensions: goal .50 / criteria .50   ·   mode: greenfield" in h.log()
+    assert "scores (Ingestion): goal .80  criteria .60   → ambiguity .30" in h.log()
