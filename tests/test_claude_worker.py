@@ -189,6 +189,7 @@ def test_bash_does_not_see_the_api_key(project: Path, fake: FakeMessages, monkey
     worker_for(fake).perform(stage_job(loop, "build", project), Events())
     env = (project / "env.txt").read_text()
     assert "sk-must-not-leak" not in env and "ODIN_RUN_DIR=" in env
+    assert "ODIN_STAGE=build\n" in env and "ODIN_RUN_ID=20260101-000000-test\n" in env  # as for gate commands
 
 
 def test_thread_is_trimmed_to_its_token_budget(project: Path, fake: FakeMessages):

@@ -311,7 +311,7 @@ class ClaudeWorker:
                 AgentToolContext(
                     workdir=str(job.project_dir),
                     allowed_roots=[Path(job.run_dir)],
-                    env=bash_environment(Path(job.project_dir), Path(job.run_dir)),
+                    env=bash_environment(Path(job.project_dir), Path(job.run_dir), job.run_id, stage_id),
                 )
             )
             toolbox = RoleToolbox(

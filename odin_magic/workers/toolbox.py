@@ -18,7 +18,6 @@ does not, so the worker calls it when the stage ends.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,16 +25,15 @@ from anthropic.lib.tools import BetaAsyncFunctionTool, ToolError, beta_async_too
 from anthropic.lib.tools._beta_functions import aclose_runnable_tool
 from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_toolset_20260401, resolve_path
 
+from ..gates import command_env
 from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
 
 
-def bash_environment(project_dir: Path, run_dir: Path) -> dict[str, str]:
-    """The bash tool's environment: the process's, minus ``ANTHROPIC_*``, plus where the run lives."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    # the interpreter running odin first on PATH, as for gate commands: `python` is the same one
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env["ODIN_PROJECT_DIR"] = str(project_dir)
-    env["ODIN_RUN_DIR"] = str(run_dir)
+def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
+    """The bash tool's environment: the gate commands' own (so the model can run a gate command
+    exactly as the gate will), minus ``ANTHROPIC_*``."""
+    env = {k: v for k, v in command_env(project_dir, run_dir, run_id, stage_id).items()
+           if not k.startswith("ANTHROPIC_")}
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
     return env
 
