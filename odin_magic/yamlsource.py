@@ -128,20 +128,29 @@ class _Builder:
         self.constructor = SafeConstructor()
         self.anchors: dict[str, tuple[Any, NodeInfo]] = {}
         self.total = 0
+        self.aliased = False  # whether an alias has added to the total
         # one frame per open mapping or list: its data, NodeInfo, anchor, pending key, merges, keys seen
         self.stack: list[dict] = []
         self.result: tuple[Any, NodeInfo] | None = None
         self.documents = 0
 
     # -- limits ---------------------------------------------------------------
-    def _count(self, n: int, line: int, column: int) -> None:
+    def _count(self, n: int, line: int, column: int, *, alias: bool = False) -> None:
         self.total += n
+        self.aliased = self.aliased or alias
         if self.total > MAX_NODES:
+            if self.aliased:
+                raise YamlError(
+                    f"the document expands to more than {MAX_NODES} nodes (aliases included)",
+                    line,
+                    column,
+                    hint="a loop file is small; remove the anchors/aliases that multiply its content",
+                )
             raise YamlError(
-                f"the document expands to more than {MAX_NODES} nodes (aliases included)",
+                f"the document has more than {MAX_NODES} values",
                 line,
                 column,
-                hint="a loop file is small; remove the anchors/aliases that multiply its content",
+                hint="a loop file holds a few hundred values; check that this is the right file",
             )
 
     # -- events ---------------------------------------------------------------
@@ -165,7 +174,7 @@ class _Builder:
             if event.anchor not in self.anchors:
                 raise YamlError(f"unknown alias '*{event.anchor}'", line, column, hint="define the anchor '&' before using it")
             value, info = self.anchors[event.anchor]
-            self._count(info.size, line, column)
+            self._count(info.size, line, column, alias=True)
             alias_info = NodeInfo(line, column, line, column, info.kind, info.children, info.size)
             self._add(value, alias_info, event, line, column)
         elif isinstance(event, (MappingStartEvent, SequenceStartEvent)):

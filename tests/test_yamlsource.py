@@ -90,6 +90,11 @@ def test_alias_bomb_is_stopped_quickly():
     assert "alias" in err.message
 
 
+def test_too_many_plain_values_are_refused_without_blaming_aliases():
+    err = _fails("stages:\n" + "".join(f"  - {i}\n" for i in range(MAX_NODES + 10)))
+    assert f"more than {MAX_NODES} values" in err.message and "alias" not in err.message + (err.hint or "")
+
+
 def test_deep_nesting_is_refused():
     err = _fails("[" * 100 + "]" * 100)
     assert f"deeper than {MAX_DEPTH}" in err.message
