@@ -123,7 +123,7 @@ _CELL_HELP = """\
 Cell magics:
   %%odin loop NAME     validate the cell's YAML; save it to .odin-loop/loops/NAME.yaml when valid
   %%odin task [LOOP] [run options]   start a run with the cell's body as the task
-  %%odin revise        send the cell's body as feedback to the paused stage
+  %%odin revise [--wait]   send the cell's body as feedback to the paused stage
 """
 
 
@@ -249,9 +249,9 @@ class OdinMagics(Magics):
             args.task = task
             return self._cmd_run(args, force_start=True)
         if kind == "revise":
-            if rest:
-                raise UsageError("usage: %%odin revise  (the cell holds the feedback)")
-            args = argparse.Namespace(feedback=[cell.strip()], wait=False, timeout=None)
+            if any(a not in ("--wait",) for a in rest):
+                raise UsageError("usage: %%odin revise [--wait]  (the cell holds the feedback)")
+            args = argparse.Namespace(feedback=[cell.strip()], wait="--wait" in rest, timeout=None)
             return self._cmd_revise(args)
         raise UsageError(f"unknown cell command {kind!r}: use loop NAME, task [LOOP] or revise")
 

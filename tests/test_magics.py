@@ -141,8 +141,9 @@ def test_run_without_options_on_a_paused_run_approves_it(ip, project):
 def test_revise_line_and_cell_rerun_the_paused_stage(ip, project):
     odin(ip, "run tiny --task t --dry --wait")
     odin(ip, 'revise "cover the edge cases" --wait')
-    cell(ip, "revise", "Also:\n- mention the units\n")
-    odin(ip, "wait")
+    cell(ip, "revise --wait", "Also:\n- mention the units\n")
+    with pytest.raises(UsageError, match="revise \\[--wait\\]"):
+        cell(ip, "revise now", "x")
     state = state_json(project)
     assert state["status"] == "awaiting_approval"
     reviews = [e for e in state["history"] if e["stage"] == "review"]
