@@ -323,6 +323,23 @@ class VerdictRecord:
             commands=[str(c) for c in data.get("commands") or []],
         )
 
+    @classmethod
+    def from_evidence(cls, evidence: dict) -> "VerdictRecord":
+        """From a gate's evidence file (``gates/NNNN-<stage>.json`` in the run dir)."""
+        commands = []
+        for c in evidence.get("commands") or []:
+            ok = c.get("exit_code") == 0 and not c.get("timed_out")
+            tail = "" if ok else (" (timed out)" if c.get("timed_out") else f" (exit {c.get('exit_code')})")
+            commands.append(f"{'✓' if ok else '✗'} {c.get('cmd')}{tail}")
+        data = dict(evidence.get("verdict") or {})
+        reasons = list(data.get("reasons") or [])
+        if evidence.get("reason") and evidence["reason"] not in reasons:
+            reasons = [evidence["reason"]] + reasons
+        if evidence.get("missing"):
+            reasons.append(f"missing: {', '.join(evidence['missing'])}")
+        data.update(reasons=reasons, commands=commands)
+        return cls.from_event_data(str(evidence.get("stage")), bool(evidence.get("passed")), data)
+
     def title(self) -> str:
         return f"{PASSED if self.passed else FAILED_MARK} {self.stage}: gate {'passed' if self.passed else 'failed'}"
 

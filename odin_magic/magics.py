@@ -355,7 +355,8 @@ class OdinMagics(Magics):
             from .widgets import RunView
 
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
-                           question_source=runner.pending_question, question_panel_source=runner.question_panel)
+                           question_source=runner.pending_question, question_panel_source=runner.question_panel,
+                           run_dir_for=runner.run_dir)
             charts = []
             if self.charts:
                 from .charts import ChartHandle, run_chart
@@ -404,7 +405,11 @@ class OdinMagics(Magics):
             return NoRunDisplay(str(runner.project_dir))
         if state is None:
             return NoRunDisplay(str(runner.project_dir))
-        return StatusDisplay(state, self._load_loop(state.loop, quiet=True), runner.pending_question(state))
+        loop = self._load_loop(state.loop, quiet=True)
+        waiting = state.status in ("awaiting_approval", "awaiting_answer")
+        if waiting and not args.run and not runner.drive.busy and self.use_widgets():
+            self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
+        return StatusDisplay(state, loop, runner.pending_question(state))
 
     def _cmd_runs(self, args):
         return RunsDisplay(self.runner().runs())

@@ -66,6 +66,9 @@ class NotebookRunner:
     def status(self, run_id: str | None = None) -> RunState:
         return self.reader().status(run_id)
 
+    def run_dir(self, run_id: str) -> Path:
+        return self.engine.run_dir(run_id)
+
     def runs(self) -> list[RunState]:
         return list(self.reader().runs())
 

@@ -10,6 +10,7 @@ revise, stop), which the magics route to the background drive.
 from __future__ import annotations
 
 import html
+import json
 import threading
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
@@ -165,9 +166,11 @@ class RunView:
     def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None,
                  state_source: Callable[[], RunState] | None = None,
                  question_source: Callable[[RunState], str | None] | None = None,
-                 question_panel_source: Callable[[RunState], object | None] | None = None):
+                 question_panel_source: Callable[[RunState], object | None] | None = None,
+                 run_dir_for: Callable[[str], Path] | None = None):
         import ipywidgets as w
 
+        self.run_dir_for = run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
         self.question_panel_source = question_panel_source  # the interview's own panel, when installed
         self.question_source = question_source  # the interview's waiting question, as text
         self.answer_panel = None  # AnswerPanel, or the interview's QuestionPanel
@@ -237,9 +240,25 @@ class RunView:
                             f"<span style='color:#777'>run {html.escape(s.run_id)}"
                             f"{' (dry run)' if s.dry else ''} · status <b>{html.escape(s.status)}</b></span>")
 
+    def _load_verdicts(self, state: RunState) -> None:
+        """A view opened on an existing run: its verdicts so far, from the gates' evidence files."""
+        if self.verdicts or self.run_dir_for is None:
+            return
+        run_dir = self.run_dir_for(state.run_id)
+        for entry in state.history:
+            if not entry.evidence:
+                continue
+            try:
+                self.verdicts.append(VerdictRecord.from_evidence(json.loads((run_dir / entry.evidence).read_text())))
+            except (OSError, ValueError):
+                continue  # a missing or torn evidence file: the history entry still shows in the checklist
+        self.verdicts_html.value = VerdictsDisplay(self.verdicts).html()
+        self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
+
     def show_state(self, state: RunState) -> None:
         """Redraw everything from a RunState (at start, and after each drive call)."""
         with self._lock:
+            self._load_verdicts(state)
             self.state = state
             self._marks = {row.stage: row.mark for row in stage_checklist(state, self._stage_ids() or None)}
             self._render_title()

@@ -138,6 +138,19 @@ def test_stop_button_then_resume_after_a_kernel_restart(kernel, tmp_path):
     assert state["status"] == "awaiting_approval"
     assert [(e["stage"], e["result"]) for e in state["history"]] == [("write", "pass"), ("review", "pass")]
 
+    # another restart: `%odin status` brings back the approval panel, verdicts read from the evidence
+    kernel.restart()
+    kernel.execute("%load_ext odin_magic")
+    kernel.execute("%odin status")
+    shown = kernel.execute(MAGICS + """\
+_view = _m.runner().view
+print([v.stage for v in _view.verdicts])
+_view.approval.approve_button.click()
+""")
+    assert text_of(shown).strip() == "['write', 'review']"
+    kernel.execute("%odin wait")
+    assert state_json(tmp_path)["status"] == "done"
+
 
 def test_the_run_chart_is_updated_in_place_from_the_background(kernel, tmp_path):
     kernel.execute("%odin run tiny --task t --dry --gates review:fail")

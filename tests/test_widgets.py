@@ -108,3 +108,12 @@ def test_the_text_view_prints_one_line_per_event(tmp_path):
     text = "\n".join(lines)
     assert "review gate failed" in text and "awaiting approval" in text
     assert not any("<" in line and ">" in line and "</" in line for line in lines)  # text, not HTML
+
+
+def test_a_view_opened_later_reads_the_verdicts_from_the_evidence(tmp_path):
+    engine, _, actions, state = drive(tmp_path, ["review:fail"])
+    later = RunView(engine.catalog.load("tiny"), tmp_path, actions, state, run_dir_for=engine.run_dir)
+    assert [(v.stage, v.passed) for v in later.verdicts] == [("write", True), ("review", False), ("write", True),
+                                                            ("review", True)]
+    assert "scripted failure" in later.verdicts[1].reasons[0]
+    assert later.approval is not None and later.approval.stage == "review"
