@@ -10,7 +10,7 @@ role       tools                            may write
 explore    read glob grep                   nothing
 planner    read glob grep write edit        only its stage's ``produces``
 executor   read write edit glob grep bash   anything in the project / run dir
-critic     read glob grep bash write edit   the run's ``harness/`` area and its ``produces``
+critic     read glob grep bash write edit   the run's stub area ``harness/stub/`` and its ``produces``
 reviewer   read glob grep bash write edit   only its ``produces`` (its report)
 (none)     as executor                      as executor (``inline`` / ``fresh``)
 =========  ===============================  ==========================================
@@ -36,9 +36,11 @@ from .loop import ROLES, ResolvedAgent
 ToolName = Literal["bash", "read", "write", "edit", "glob", "grep"]
 ALL_TOOLS: tuple[str, ...] = ("bash", "read", "write", "edit", "glob", "grep")
 WRITE_TOOLS = frozenset({"write", "edit"})
+#: The critic's known-bad implementations, in the run dir; the harness's tests stay out of its reach.
+STUB_DIR = "harness/stub"
 
 #: What a role's ``write`` / ``edit`` may touch.
-WriteScope = Literal["none", "produces", "harness+produces", "anywhere"]
+WriteScope = Literal["none", "produces", "stub+produces", "anywhere"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class RolePolicy:
         where = {
             "none": "You may not write or edit any file.",
             "produces": "You may write or edit only this stage's produces.",
-            "harness+produces": "You may write or edit only under the run's harness/ directory and this stage's produces.",
+            "stub+produces": "You may write or edit only under the run's harness/stub/ directory (never the "
+            "harness's tests) and this stage's produces.",
             "anywhere": "You may write and edit files in the project and the run directory.",
         }[self.writes]
         return f"Tools you may use: {tools}. {where}"
@@ -67,7 +70,7 @@ POLICIES: dict[str, RolePolicy] = {
     "explore": RolePolicy("explore", _READ, "none"),
     "planner": RolePolicy("planner", _READ | WRITE_TOOLS, "produces"),
     "executor": RolePolicy("executor", frozenset(ALL_TOOLS), "anywhere"),
-    "critic": RolePolicy("critic", _READ | {"bash"} | WRITE_TOOLS, "harness+produces"),
+    "critic": RolePolicy("critic", _READ | {"bash"} | WRITE_TOOLS, "stub+produces"),
     "reviewer": RolePolicy("reviewer", _READ | {"bash"} | WRITE_TOOLS, "produces"),
 }
 
@@ -104,7 +107,7 @@ def load_persona(role: str | None, project_dir: Path) -> str:
     return resources.files("odin_magic").joinpath("personas", f"{role}.md").read_text(encoding="utf-8").strip()
 
 
-def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], harness_dir: Path) -> bool:
+def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], stub_dir: Path) -> bool:
     """Whether ``policy`` lets a write/edit touch ``target`` (all paths canonical).
 
     A ``produces`` entry that is a directory (``src/``; the engine creates it
@@ -117,6 +120,6 @@ def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], harnes
     for allowed in produces:
         if target == allowed or (allowed.is_dir() and target.is_relative_to(allowed)):
             return True
-    if policy.writes == "harness+produces" and target.is_relative_to(harness_dir):
+    if policy.writes == "stub+produces" and target.is_relative_to(stub_dir):
         return True
     return False

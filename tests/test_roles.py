@@ -38,6 +38,11 @@ stages:
     consumes: [notes.md]
     produces: [harness/stub/, harness-report.md]
     gate: {mode: ai, check: report exists}
+  - id: attack-report-only
+    agent: critic
+    consumes: [notes.md]
+    produces: [harness-report.md]
+    gate: {mode: ai, check: report exists}
   - id: review
     agent: reviewer
     consumes: [notes.md]
@@ -141,6 +146,7 @@ def test_critic_writes_only_harness_and_report(project: Path):
         ("bash", {"command": "ls $ODIN_RUN_DIR/harness/stub"}),
         ("write", {"file_path": "src/calc.py", "content": "sabotage"}),
         ("edit", {"file_path": "{run}/notes.md", "old_string": "some", "new_string": "x"}),
+        ("write", {"file_path": "{run}/harness/test_calc.py", "content": "def test_nothing(): pass\n"}),
     ])
     for r in results[:6]:
         assert_allowed(r)
@@ -148,7 +154,19 @@ def test_critic_writes_only_harness_and_report(project: Path):
     for r in results[6:]:
         assert_refused(r, "critic", events)
     assert not (project / "src" / "calc.py").exists()
+    assert not (job.run_dir / "harness" / "test_calc.py").exists()  # the harness's tests are not the critic's
     assert job.produces["harness-report.md"].read_text() == "stub caught"
+
+
+def test_critic_stub_area_is_its_own_even_when_not_in_produces(project: Path):
+    results, events, job = run_calls(project, "attack-report-only", [
+        ("write", {"file_path": "{run}/harness/stub/calc.py", "content": "def add(a, b): return 0\n"}),
+        ("write", {"file_path": "{run}/harness/conftest.py", "content": "# weakened\n"}),
+    ])
+    assert_allowed(results[0])
+    assert_refused(results[1], "critic", events)
+    assert (job.run_dir / "harness" / "stub" / "calc.py").is_file()
+    assert not (job.run_dir / "harness" / "conftest.py").exists()
 
 
 def test_reviewer_inspects_and_writes_only_its_report(project: Path):

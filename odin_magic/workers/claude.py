@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from ..config import Settings, usage_with_cost
 from ..errors import ConfigError
-from ..roles import load_persona, policy_for
+from ..roles import STUB_DIR, load_persona, policy_for
 from ..loop import Loop
 from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
@@ -318,7 +318,7 @@ class ClaudeWorker:
                 ctx,
                 policy,
                 produces=list(job.produces.values()),
-                harness_dir=Path(job.run_dir) / "harness",
+                stub_dir=Path(job.run_dir) / STUB_DIR,
                 on_call=lambda line: emit("tool", line),
                 on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
                 on_error=lambda msg: emit("info", msg),

@@ -72,7 +72,7 @@ class RoleToolbox:
         policy: RolePolicy,
         *,
         produces: list[Path],
-        harness_dir: Path,
+        stub_dir: Path,
         on_call: Callable[[str], None],
         on_refused: Callable[[str], None],
         on_error: Callable[[str], None] | None = None,
@@ -80,7 +80,7 @@ class RoleToolbox:
         self.ctx = ctx
         self.policy = policy
         self.produces = [self._canonical(p) for p in produces]
-        self.harness_dir = self._canonical(harness_dir)
+        self.stub_dir = self._canonical(stub_dir)
         self._on_call = on_call
         self._on_refused = on_refused
         self._on_error = on_error
@@ -110,7 +110,7 @@ class RoleToolbox:
                 target = resolve_path(self.ctx, file_path)
             except ValueError:
                 return  # the SDK tool reports the confinement error itself
-            if not write_allowed(self.policy, target, self.produces, self.harness_dir):
+            if not write_allowed(self.policy, target, self.produces, self.stub_dir):
                 self._refuse(f"the {role} role may not {name} {file_path}: {self.policy.describe()}")
 
     def _wrap(self, tool: BetaAsyncFunctionTool[Any]) -> BetaAsyncFunctionTool[Any]:
