@@ -190,6 +190,14 @@ class Budget(_Strict):
     max_tokens: int | None = Field(default=None, ge=1, description="Stop the run past this many tokens (all kinds).")
     max_usd: float | None = Field(default=None, gt=0, description="Stop the run past this estimated cost in USD.")
 
+    def exceeded(self, total_tokens: int, cost_usd: float) -> str | None:
+        """Why a run that used this much is past the budget, or None."""
+        if self.max_tokens is not None and total_tokens > self.max_tokens:
+            return f"{total_tokens} tokens used, budget max_tokens {self.max_tokens}"
+        if self.max_usd is not None and cost_usd > self.max_usd:
+            return f"${cost_usd:.4f} spent, budget max_usd {self.max_usd:g}"
+        return None
+
 
 class Loop(_Strict):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Loop name; should match the file's stem.")

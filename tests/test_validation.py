@@ -333,3 +333,13 @@ def test_mangled_loops_never_raise_and_always_point_inside_the_text():
             assert 1 <= d.line <= line_count and d.column >= 1, (d, mangled)
             assert d.message and d.severity in ("error", "warning")
         assert (report.loop is not None) == report.ok
+
+
+def test_budget_says_which_limit_a_run_is_past():
+    from odin_magic.loop import Budget
+
+    budget = Budget(max_tokens=1000, max_usd=0.5)
+    assert budget.exceeded(1000, 0.5) is None  # at the limit is still within it
+    assert budget.exceeded(1001, 0.0) == "1001 tokens used, budget max_tokens 1000"
+    assert budget.exceeded(10, 0.75) == "$0.7500 spent, budget max_usd 0.5"
+    assert Budget(max_usd=1).exceeded(10**9, 0.1) is None

@@ -215,14 +215,7 @@ def spent_before(run_dir: Path) -> Usage:
 
 def over_budget(loop: Loop, used: Usage) -> str | None:
     """Why ``used`` is past the loop's budget, or None."""
-    budget = loop.budget
-    if budget is None:
-        return None
-    if budget.max_tokens is not None and used.total_tokens > budget.max_tokens:
-        return f"{used.total_tokens} tokens used, budget max_tokens {budget.max_tokens}"
-    if budget.max_usd is not None and used.cost_usd > budget.max_usd:
-        return f"${used.cost_usd:.4f} spent, budget max_usd {budget.max_usd:g}"
-    return None
+    return loop.budget.exceeded(used.total_tokens, used.cost_usd) if loop.budget is not None else None
 
 
 class ClaudeWorker:
