@@ -47,3 +47,11 @@ def test_a_damaged_thread_is_set_aside_not_fatal(tmp_path: Path):
     assert (tmp_path / f"{THREAD_FILE}.damaged").read_text() == "{not json"
     thread.save()
     assert json.loads((tmp_path / THREAD_FILE).read_text())["segments"] == []
+
+
+def test_a_thread_with_malformed_messages_is_set_aside_too(tmp_path: Path):
+    damaged = '{"segments": [{"stage": "spec", "messages": "not a list"}]}'
+    (tmp_path / THREAD_FILE).write_text(damaged)
+    thread = RunThread.load(tmp_path)
+    assert thread.segments == [] and "set aside" in thread.summary
+    assert (tmp_path / f"{THREAD_FILE}.damaged").read_text() == damaged

@@ -30,6 +30,15 @@ def estimate_tokens(data: Any) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
+def _messages(value: Any) -> list[dict[str, Any]]:
+    """A saved segment's messages, checked: a list of ``{role: user|assistant, content}``."""
+    if not isinstance(value, list) or not all(
+        isinstance(m, dict) and m.get("role") in ("user", "assistant") and "content" in m for m in value
+    ):
+        raise TypeError("a segment's messages are not a list of {role, content} messages")
+    return list(value)
+
+
 @dataclass
 class Segment:
     """One inline stage execution: the messages it added and its closing text."""
@@ -52,7 +61,7 @@ class RunThread:
             return cls(path=path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            segments = [Segment(s["stage"], list(s["messages"]), s.get("summary", "")) for s in data["segments"]]
+            segments = [Segment(s["stage"], _messages(s["messages"]), s.get("summary", "")) for s in data["segments"]]
             return cls(path=path, summary=str(data.get("summary", "")), segments=segments)
         except (ValueError, KeyError, TypeError) as exc:
             # A damaged thread must not stop the run: keep it aside and start a fresh one.
