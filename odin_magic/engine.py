@@ -89,6 +89,12 @@ def _awaiting_answer() -> type[Exception]:
     return AwaitingAnswer
 
 
+def _usage_of(exc: Exception) -> Usage:
+    """What a failed call spent before failing (workers attach it as ``exc.usage``; none when absent)."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
+
+
 def _local_naive(dt: datetime) -> datetime:
     return dt.astimezone().replace(tzinfo=None) if dt.tzinfo else dt
 
@@ -462,7 +468,7 @@ class Engine:
 
     def _asked(self, s: Session, stage: Stage, asking: Exception) -> None:
         """The interview waits for an answer: record usage and the summary, pause as awaiting_answer."""
-        if self._add_usage(s, stage.id, getattr(asking, "usage", Usage())):
+        if self._add_usage(s, stage.id, _usage_of(asking)):
             return
         fields: dict[str, Any] = {"set": {"status": "awaiting_answer", "current_stage": stage.id}}
         summary = getattr(asking, "summary", None)
@@ -502,6 +508,8 @@ class Engine:
             self._asked(s, stage, asking)
             return
         except WorkerError as exc:
+            if self._add_usage(s, stage.id, _usage_of(exc)):
+                return  # what the stage spent before failing put the run over budget
             self._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {exc}")
             raise WorkerFailed(
                 f"stage {stage.id!r} of run {st.run_id} could not be completed: {exc}",
@@ -530,6 +538,8 @@ class Engine:
                 cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
             )
         except WorkerError as exc:
+            if self._add_usage(s, stage.id, _usage_of(exc)):
+                return
             self._emit("stopped", st, stage=stage.id, text=f"the judge of stage {stage.id} failed: {exc}")
             raise WorkerFailed(
                 f"the gate of stage {stage.id!r} could not be judged: {exc}",

@@ -347,6 +347,46 @@ def test_a_failing_worker_leaves_the_run_resumable(project, write_loop):
     assert engine.run().status == "done"
 
 
+class SpentThenFailed:
+    """Stands in for a model whose call on stage b (or its judge) spends tokens, then gives up."""
+
+    def __init__(self, where: str, tokens: int):
+        self.where, self.tokens = where, tokens
+
+    def _fail(self):
+        exc = WorkerError("the API went away")
+        exc.usage = Usage(input_tokens=self.tokens, cost_usd=0.5)  # as the Claude worker attaches it
+        raise exc
+
+    def perform(self, job, events):
+        if job.stage.id == "b" and self.where == "perform":
+            self._fail()
+        for path in job.produces.values():
+            path.write_text("x")
+        return StageResult()
+
+    def judge(self, job, events):
+        if job.stage.id == "b" and self.where == "judge":
+            self._fail()
+        return JudgeResult(Verdict(passed=True))
+
+
+@pytest.mark.parametrize("where", ["perform", "judge"])
+def test_what_a_failed_stage_spent_is_counted(project, write_loop, where):
+    write_loop(LINEAR + "budget: {max_tokens: 1000}\n")
+    engine = Engine(project, worker=SpentThenFailed(where, 400))
+    with pytest.raises(WorkerFailed, match="the API went away"):
+        engine.start("linear", "t")
+    state = Engine(project).status()  # as saved
+    assert state.status == "running" and state.usage.by_stage["b"].input_tokens == 400
+    assert state.usage.total.cost_usd == 0.5
+    with pytest.raises(WorkerFailed):  # 800 tokens: still within the budget
+        engine.run()
+    state = engine.run()  # 1200: the failed attempts alone put the run over budget
+    assert state.status == "failed" and "1200 tokens used" in state.failure_reason
+    assert [h[0] for h in hist(state)] == ["a"]
+
+
 def test_no_worker_configured_is_a_config_error(project, write_loop, monkeypatch):
     write_loop(LINEAR)
     monkeypatch.setitem(sys.modules, "odin_magic.workers.factory", None)  # as if the module did not exist
