@@ -64,12 +64,10 @@ def _script_performs_stage(worker: Worker, stage_id: str, project_dir: Path) -> 
     if script_path is None or os.environ.get("ODIN_INTERVIEW_SCRIPT", "").strip():
         return False
     try:
+        from .workers.factory import locate_script
         from .workers.scripted import load_script
 
-        path = Path(script_path).expanduser()
-        if not path.is_absolute() and (project_dir / path).is_file():
-            path = project_dir / path
-        script = load_script(path)
+        script = load_script(locate_script(script_path, project_dir))
     except (ModuleNotFoundError, OdinError):
         return False
     scripts_interview = script.interview is not None or any(k.startswith("interview-") for k in script.answers)

@@ -174,3 +174,35 @@ def test_revise_at_the_approval_pause_continues_the_interview(engine, project):
     assert briefs_feedback == ["Export must also cover XLSX"]
     state = engine.answer("XLSX too, same columns")
     assert state.status == "awaiting_approval" and state.interview.rounds == 4
+
+
+PLAIN_SCRIPT = """
+stages:
+  interview:
+    - text: asking in prose
+      tools:
+        - write: {file_path: "{run_dir}/spec.md", content: "# Spec"}
+        - write: {file_path: "{run_dir}/interview-log.md", content: "# Log"}
+  build:
+    - text: built it
+default_verdict: {passed: true, reasons: [fine]}
+"""
+
+
+def test_a_script_with_turns_for_the_interview_stage_performs_it_as_an_ordinary_stage(
+        project, tmp_path, monkeypatch):
+    """A relative script path resolves in the project (as the worker factory resolves it), wherever the cwd is."""
+    (project / ".odin-loop" / "loops").mkdir(parents=True)
+    (project / ".odin-loop" / "loops" / "talk.yaml").write_text(textwrap.dedent(LOOP))
+    (project / "plain.yaml").write_text(textwrap.dedent(PLAIN_SCRIPT))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("ODIN_INTERVIEW_SCRIPT", raising=False)
+    settings = Settings(model="claude-test", script="plain.yaml", max_retries=0)
+    fake = ScriptedModel(load_script(project / "plain.yaml"))
+    engine = Engine(project, worker=ClaudeWorker(settings, client_factory=fake.client_factory(max_retries=0)))
+    state = engine.start("talk", "csv review")
+    assert (state.status, state.current_stage) == ("awaiting_approval", "interview")  # no question was asked
+    assert state.interview is None
+    assert (engine.run_dir(state.run_id) / "spec.md").read_text() == "# Spec"
