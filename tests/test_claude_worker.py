@@ -360,3 +360,17 @@ def test_an_unreachable_base_url_is_named_and_the_stage_stays_resumable(project:
         worker.perform(job, Events())
     message = str(info.value)
     assert "cannot reach http://127.0.0.1:9 (ANTHROPIC_BASE_URL)" in message and "resumable" in message
+
+
+def test_odin_max_retries_reaches_the_client_the_worker_makes(project: Path, fake: FakeMessages, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ODIN_MAX_RETRIES", "0")
+    monkeypatch.delenv("ODIN_SCRIPT", raising=False)
+    loop = loop_from(LOOP)
+    fake.error(529, "Overloaded", retry_after_ms=1)
+    fake.reply("not reached: no retry allowed")
+    with fake.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        with pytest.raises(WorkerError, match="after 0 retries"):
+            make_worker(Settings.from_env(), project).perform(stage_job(loop, "spec", project), Events())
+    assert len(fake.requests) == 1 and fake.pending == 1
