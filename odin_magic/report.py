@@ -2,7 +2,9 @@
 
 ``render_status`` is seed 000's ``status``: loop, task, current stage, status,
 iteration counts, and the stages as a checklist (✅ passed / 🔄 looped /
-⏸ awaiting / ⬜ not started), plus the interview convergence when present.
+⏸ awaiting / ⬜ not started), plus the interview convergence when present
+and the question a deep interview waits on (given by the caller: reading it
+needs the run dir).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, st
     return out
 
 
-def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10) -> str:
+def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
+                  question: str | None = None) -> str:
+    """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``)."""
     lines = [
         f"run      {state.run_id}" + ("  (dry run)" if state.dry is not None else ""),
         f"loop     {state.loop}",
@@ -77,6 +81,8 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
             extra = f" [{e.agent}]" if e.agent else ""
             why = f" — {e.reason}" if e.reason else ""
             lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
+    if question:
+        lines += ["", f"{AWAITING} waiting for your answer:", question]
     return "\n".join(lines)
 
 

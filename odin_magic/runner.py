@@ -185,14 +185,9 @@ class NotebookRunner:
 
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""
-        if state.status != "awaiting_answer":
-            return None
-        try:
-            from .interview.runner import pending_question, render_question
-        except ImportError:
-            return None
-        question = pending_question(self.engine.run_dir(state.run_id), state.current_stage)
-        return render_question(question) if question is not None else None
+        from .interview.runner import waiting_question
+
+        return waiting_question(self.engine.run_dir(state.run_id), state)
 
     def question_panel(self, state: RunState):
         """The interview's own question panel (options, you decide, skip, ...) sending through ``answer``;

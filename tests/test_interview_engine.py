@@ -18,8 +18,6 @@ from odin_magic.interview.topology import TopologyEditError
 from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.scripted import ScriptedModel, load_script
 
-pytestmark = pytest.mark.skipif(not hasattr(Engine, "answer"), reason="the engine has no answer() yet")
-
 LOOP = """
 name: talk
 max_iterations: 5
@@ -121,14 +119,15 @@ def test_a_new_engine_resumes_the_waiting_question(engine, project):
 def test_the_terminal_answers_with_odin_answer(engine, project, capsys, monkeypatch):
     from odin_magic import cli
 
-    if "interview" not in cli._COMMAND_MODULES:
-        pytest.skip("the CLI does not load odin_magic.cli.interview yet")
     monkeypatch.setenv("ODIN_SCRIPT", str(project / "script.yaml"))
     monkeypatch.delenv("ODIN_INTERVIEW_SCRIPT", raising=False)
     engine.start("talk", "csv review")
     capsys.readouterr()
     assert cli.main(["question", "--project", str(project)]) == 0
     assert "Round 0 | Topology" in capsys.readouterr().out
+    assert cli.main(["status", "--project", str(project)]) == 0
+    status = capsys.readouterr().out
+    assert "⏸ waiting for your answer:\nRound 0 | Topology" in status and "answer: confirm | merge A, B" in status
     assert cli.main(["answer", "defer", "Reporting", "--project", str(project)]) == 1
     assert "no component named 'Reporting'" in capsys.readouterr().err
     assert cli.main(["answer", "confirm", "--project", str(project)]) == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import RunRefused, UsageError
 from ..events import EngineEvent
-from ..interview.runner import pending_question, render_question
+from ..interview.runner import waiting_question
 from ..report import format_event
 
 
@@ -36,13 +36,11 @@ def _engine(args: argparse.Namespace, listener=_printer):
 
 
 def _show_question(engine, state) -> bool:
-    if state.status != "awaiting_answer":
-        return False
-    q = pending_question(engine.run_dir(state.run_id), state.current_stage)
-    if q is None:
+    question = waiting_question(engine.run_dir(state.run_id), state)
+    if question is None:
         return False
     print()
-    print(render_question(q))
+    print(question)
     print('→ odin answer "..."')
     return True
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..engine import Engine, simulate
 from ..errors import NoActiveRun, RunRefused, UsageError
 from ..events import EngineEvent
+from ..interview.runner import waiting_question
 from ..report import format_event, render_runs, render_status
 from ..state import DryOptions, RunState
 from ..workers.dry import parse_gate_script
@@ -90,7 +91,7 @@ def _cmd_status(args):
             loop = engine.loop_for(state.run_id)
         except (OSError, ValueError):  # the run's copy of its loop is unreadable: show the history order
             loop = None
-        print(render_status(state, loop))
+        print(render_status(state, loop, question=waiting_question(engine.run_dir(state.run_id), state)))
     return 0
 
 

@@ -10,7 +10,7 @@ engine hands the user's reply over through ``session.answer`` (set by
 model judge for these stages: the gate is the computed stop condition.
 
 Reads for front ends (status, widgets, charts): :func:`interview_state`,
-:func:`pending_question`, :func:`convergence_points`.
+:func:`pending_question`, :func:`waiting_question`, :func:`convergence_points`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..errors import OdinError
 from ..loop import Loop
-from ..state import InterviewSummary, Usage
+from ..state import InterviewSummary, RunState, Usage
 from ..workers.base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
 from .convergence import stop_check
 from .models import InterviewState, PendingQuestion
@@ -202,6 +202,14 @@ def pending_question(run_dir: Path, stage_id: str = "interview") -> PendingQuest
     except OdinError:
         return None
     return state.pending if state else None
+
+
+def waiting_question(run_dir: Path, state: RunState) -> str | None:
+    """The question ``state`` waits on, rendered as a terminal shows it; None when it waits for none."""
+    if state.status != "awaiting_answer":
+        return None
+    question = pending_question(run_dir, state.current_stage)
+    return render_question(question) if question is not None else None
 
 
 def convergence_points(state: InterviewState) -> list[tuple[int, float, str | None]]:
