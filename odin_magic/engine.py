@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import filelock
+from pydantic import ValidationError
 
 from . import gates
 from .artifacts import placements, project_relative
@@ -34,7 +35,7 @@ from .errors import ConfigError, NoActiveRun, OdinError, RunLocked, RunRefused, 
 from .events import EngineEvent, Listener
 from .loop import Loop, Stage
 from .state import DryOptions, InterviewSummary, RunState, Usage
-from .store import Loaded, RunHandle, RunStore, command_line
+from .store import LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
 from .workers.dry import DryWorker, parse_gate_script
 
@@ -287,25 +288,25 @@ class Engine:
                 return _copy_state(s.state)
         if run_id is not None:
             return self._read(run_id).state
-        active = self._find_active()
-        if active is not None:
-            return active
-        ids = self.store.run_ids()
-        if not ids:
+        runs = list(self._readable_runs())
+        if not runs:
             raise NoActiveRun(f"no runs in {self.project_dir}", hint="start one with `odin run LOOP --task TEXT`")
-        return self._read(ids[-1]).state
+        chosen = next((loaded for loaded in runs if loaded.state.active), runs[-1])
+        self._notice_if(chosen)
+        return chosen.state
 
     def runs(self) -> list[RunState]:
-        """Every run of the project, newest first."""
+        """Every readable run of the project, newest first (an unreadable one is told as a notice)."""
         out = []
         with self._view_lock:
             live = _copy_state(self._session.state) if self._session else None
-        for run_id in reversed(self.store.run_ids()):
-            if live is not None and live.run_id == run_id:
+        for loaded in self._readable_runs():
+            if live is not None and live.run_id == loaded.state.run_id:
                 out.append(live)
             else:
-                out.append(self._read(run_id).state)
-        return out
+                self._notice_if(loaded)
+                out.append(loaded.state)
+        return out[::-1]
 
     def active(self) -> RunState | None:
         with self._view_lock:
@@ -314,8 +315,18 @@ class Engine:
         return self._find_active()
 
     def loop_for(self, run_id: str) -> Loop:
-        """The loop as it was when the run started (the run's own copy)."""
-        return Loop.model_validate(self.store.loop_data(run_id))
+        """The loop as it was when the run started (the run's own copy); unreadable is :class:`RunCorrupt`."""
+        data = self.store.loop_data(run_id)
+        try:
+            return Loop.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the top level"
+            raise RunCorrupt(
+                f"{self.store.run_dir(run_id) / LOOP_NAME}: the run's copy of its loop is not a valid loop "
+                f"({exc.error_count()} error(s); first, at {where}: {first['msg']})",
+                hint="restore it from a backup, or move the run's directory away",
+            ) from None
 
     def run_dir(self, run_id: str) -> Path:
         return self.store.run_dir(run_id)
@@ -365,12 +376,19 @@ class Engine:
             handle.close()
 
     def _find_active(self, tell: bool = True) -> RunState | None:
-        for loaded in self.store.iter_runs():
+        for loaded in self._readable_runs():
             if loaded.state.active:
                 if tell:
                     self._notice_if(loaded)
                 return loaded.state
         return None
+
+    def _readable_runs(self) -> Iterator[Loaded]:
+        """The project's runs, oldest first; an unreadable one is skipped and told (it must not hide the rest)."""
+        def unreadable(run_id: str, exc: RunCorrupt) -> None:
+            self._emit("notice", run_id, text=f"run {run_id} cannot be read and is left out: {exc}")
+
+        return self.store.iter_runs(unreadable)
 
     def _read(self, run_id: str) -> Loaded:
         loaded = self.store.load(run_id)
@@ -691,12 +709,13 @@ class Engine:
         return (f"✅ {s.state.current_stage} gate passed; awaiting approval: "
                 "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback")
 
-    def _emit(self, kind: str, state: RunState, stage: str | None = None, text: str = "",
+    def _emit(self, kind: str, run: RunState | str, stage: str | None = None, text: str = "",
               data: dict[str, Any] | None = None) -> None:
         if self.listener is None:
             return
+        run_id = run if isinstance(run, str) else run.run_id
         try:
-            self.listener(EngineEvent(kind=kind, run_id=state.run_id, stage=stage, text=text, data=data or {}))
+            self.listener(EngineEvent(kind=kind, run_id=run_id, stage=stage, text=text, data=data or {}))
         except Exception as exc:  # a broken live view must not break the run
             print(f"odin: event listener failed on {kind!r}: {exc!r}", file=sys.stderr)
 

@@ -30,9 +30,10 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import filelock
+from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
 from .state import DryOptions, HistoryEntry, InterviewSummary, RunState, Usage
@@ -72,8 +73,34 @@ class RunNotFound(OdinError):
 # -- the fold ---------------------------------------------------------------
 
 
+def is_record(value: Any) -> bool:
+    """An event record's shape: a JSON object with an integer ``seq`` and a string ``type``."""
+    return (isinstance(value, dict) and isinstance(value.get("seq"), int)
+            and not isinstance(value.get("seq"), bool) and isinstance(value.get("type"), str))
+
+
 def apply(state: RunState | None, record: dict[str, Any]) -> RunState:
-    """Fold one event-log record into ``state`` (mutated and returned)."""
+    """Fold one event-log record into ``state`` (mutated and returned).
+
+    A record that cannot be folded (a hand-edited log) is :class:`RunCorrupt`.
+    """
+    try:
+        return _apply(state, record)
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        if isinstance(exc, KeyError):
+            detail = f"field {exc} is missing"
+        elif isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        else:
+            detail = str(exc).splitlines()[0]
+        raise RunCorrupt(
+            f"event {record.get('seq')} ({record.get('type')}) of the event log cannot be applied: {detail}",
+            hint="the log is append-only; restore it from a backup, or move the run's directory away",
+        ) from None
+
+
+def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
     kind = record["type"]
     if kind == "created":
         dry = record.get("dry")
@@ -108,9 +135,15 @@ def apply(state: RunState | None, record: dict[str, Any]) -> RunState:
     return state
 
 
-def fold(records: list[dict[str, Any]], state: RunState | None = None) -> RunState | None:
-    for record in records:
-        state = apply(state, record)
+def fold(records: list[dict[str, Any]], state: RunState | None = None, source: Path | None = None) -> RunState | None:
+    """Fold ``records`` into ``state``; ``source`` (the log) is named when one cannot be applied."""
+    try:
+        for record in records:
+            state = apply(state, record)
+    except RunCorrupt as exc:
+        if source is None:
+            raise
+        raise RunCorrupt(f"{source}: {exc.message}", hint=exc.hint) from None
     return state
 
 
@@ -127,17 +160,28 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
     records = []
     for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1):
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except ValueError as exc:
-            raise RunCorrupt(
-                f"{path}: line {lineno} is not a valid event record ({exc})",
-                hint="the log is append-only; restore it from a backup or abandon the run",
-            ) from None
+            raise _not_a_record(path, lineno, str(exc)) from None
+        if not is_record(record):
+            raise _not_a_record(path, lineno, 'not an object with an integer "seq" and a string "type"')
+        records.append(record)
     return records, end, end != len(data)
 
 
+def _not_a_record(path: Path, lineno: int | str, why: str) -> RunCorrupt:
+    return RunCorrupt(
+        f"{path}: {lineno if isinstance(lineno, str) else f'line {lineno}'} is not a valid event record ({why})",
+        hint="the log is append-only; restore it from a backup, or move the run's directory away",
+    )
+
+
 def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
-    """The last complete record of a log, reading from its end only."""
+    """The last complete record of a log, reading from its end only.
+
+    None when the log is missing or holds no complete line; :class:`RunCorrupt`
+    when its last complete line is not a record.
+    """
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -157,9 +201,12 @@ def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
             if start == -1 and pos > 0:
                 continue
             try:
-                return json.loads(buf[start + 1 : end])
-            except ValueError:
-                return None
+                record = json.loads(buf[start + 1 : end])
+            except ValueError as exc:
+                raise _not_a_record(path, "its last line", str(exc)) from None
+            if not is_record(record):
+                raise _not_a_record(path, "its last line", 'not an object with an integer "seq" and a string "type"')
+            return record
     return None
 
 
@@ -213,7 +260,7 @@ def load_run(run_dir: Path) -> Loaded:
             return Loaded(cached)
         if cached.log_seq < last["seq"]:
             records, _, _ = read_log(log_path)
-            state = fold([r for r in records if r["seq"] > cached.log_seq], cached)
+            state = fold([r for r in records if r["seq"] > cached.log_seq], cached, log_path)
             if (run_dir / DRIVER_NAME).exists():
                 return Loaded(state)  # a driver is between an append and its state.json write: normal
             return Loaded(
@@ -223,7 +270,7 @@ def load_run(run_dir: Path) -> Loaded:
             )
         problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
     records, _, _ = read_log(log_path)
-    state = fold(records)
+    state = fold(records, source=log_path)
     assert state is not None
     return Loaded(state, f"{problem}; run {state.run_id} rebuilt from its event log ({len(records)} events)")
 
@@ -353,15 +400,10 @@ class RunStore:
         return self.runs_dir / run_id
 
     def run_ids(self) -> list[str]:
-        """Ids of every run with a started event log, oldest first."""
+        """Ids of every run whose event log has begun (an unreadable one included), oldest first."""
         if not self.runs_dir.is_dir():
             return []
-        ids = []
-        for d in self.runs_dir.iterdir():
-            log = d / LOG_NAME
-            if d.is_dir() and log.is_file() and last_record(log) is not None:
-                ids.append(d.name)
-        return sorted(ids)
+        return sorted(d.name for d in self.runs_dir.iterdir() if _started(d / LOG_NAME))
 
     def load(self, run_id: str) -> Loaded:
         d = self.run_dir(run_id)
@@ -369,12 +411,18 @@ class RunStore:
             raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
         return load_run(d)
 
-    def iter_runs(self) -> Iterator[Loaded]:
+    def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
+        """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
+        (with its id) and skipped, so that one damaged run does not hide the others."""
         for run_id in self.run_ids():
             try:
                 yield self.load(run_id)
             except RunNotFound:
                 continue
+            except RunCorrupt as exc:
+                if unreadable is None:
+                    raise
+                unreadable(run_id, exc)
 
     def project_lock(self) -> filelock.FileLock:
         self.ensure_layout()
@@ -384,8 +432,7 @@ class RunStore:
         base = f"{started:%Y%m%d-%H%M%S}-{loop_name}"
         run_id, n = base, 1
         while True:
-            d = self.run_dir(run_id)
-            if not d.exists() or last_record(d / LOG_NAME) is None:
+            if not _started(self.run_dir(run_id) / LOG_NAME):
                 return run_id  # free, or a creation that crashed before its first event
             n += 1
             run_id = f"{base}-{n}"
@@ -440,7 +487,28 @@ class RunStore:
         return handle, "; ".join(notices) or None
 
     def loop_data(self, run_id: str) -> dict:
-        return json.loads((self.run_dir(run_id) / LOOP_NAME).read_text(encoding="utf-8"))
+        """The run's own copy of its loop (``loop.json``); missing or unreadable is :class:`RunCorrupt`."""
+        path = self.run_dir(run_id) / LOOP_NAME
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunCorrupt(
+                f"{path}: the run's copy of its loop cannot be read ({exc})",
+                hint="restore it from a backup, or move the run's directory away",
+            ) from None
+        if not isinstance(data, dict):
+            raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
+                             hint="restore it from a backup, or move the run's directory away")
+        return data
+
+
+def _started(log: Path) -> bool:
+    """True when a run's event log holds at least one complete line (a run exists there)."""
+    try:
+        with open(log, "rb") as f:
+            return any(b"\n" in chunk for chunk in iter(lambda: f.read(1 << 16), b""))
+    except OSError:  # missing, or not a file
+        return False
 
 
 def command_line() -> str:

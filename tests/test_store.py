@@ -116,6 +116,57 @@ def test_damage_in_the_middle_of_the_log_is_reported(finished):
         load_run(run_dir)
 
 
+@pytest.mark.parametrize("line, why", [
+    (b"{}", 'integer "seq"'), (b"[1]", 'integer "seq"'), (b'{"seq": true, "type": "gate"}', 'integer "seq"'),
+    (b'{"seq": 1, "type": "created"}', "field 'run_id' is missing"),
+    (b'{"seq": 1, "type": "created", "run_id": "r", "loop": "l", "task": "t", "started_at": "s", '
+     b'"current_stage": "a", "max_iterations": "many"}', "max_iterations"),
+])
+def test_a_log_of_the_wrong_shape_is_reported_not_a_traceback(tmp_path, line, why):
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / LOG_NAME).write_bytes(line + b"\n")
+    with pytest.raises(RunCorrupt, match=why) as corrupt:
+        load_run(run_dir)
+    assert str(run_dir / LOG_NAME) in str(corrupt.value)
+
+
+def test_one_unreadable_run_does_not_hide_the_others(project, write_loop):
+    write_loop()
+    events = []
+    engine = Engine(project, listener=events.append)
+    done = engine.start("demo", "first", dry=DryOptions(approve_all=True))
+    store = RunStore(project)
+    for name, log in [("00000000-000000-demo", b"not json\n"), ("99999999-999999-demo", b'{"seq": 1}\n')]:
+        (store.runs_dir / name).mkdir()
+        (store.runs_dir / name / LOG_NAME).write_bytes(log)
+    assert [s.run_id for s in engine.runs()] == [done.run_id]
+    assert engine.status().run_id == done.run_id  # the latest readable run
+    notices = [e for e in events if e.kind == "notice"]
+    assert {e.run_id for e in notices} == {"00000000-000000-demo", "99999999-999999-demo"}
+    assert all("cannot be read and is left out" in e.text for e in notices)
+    assert engine.start("demo", "second", dry=DryOptions()).status == "awaiting_approval"
+    assert engine.active().task == "second"
+    with pytest.raises(RunCorrupt, match="is not a valid event record"):
+        engine.status("00000000-000000-demo")
+
+
+@pytest.mark.parametrize("damage", [None, "x", '{"name": 3}', "[]"])
+def test_an_unreadable_copy_of_the_loop_is_reported(project, write_loop, damage):
+    write_loop()
+    engine = Engine(project)
+    state = engine.start("demo", "t", dry=DryOptions())
+    path = RunStore(project).run_dir(state.run_id) / "loop.json"
+    if damage is None:
+        path.unlink()
+    else:
+        path.write_text(damage)
+    with pytest.raises(RunCorrupt, match="the run's copy of its loop") as corrupt:
+        engine.run()
+    assert str(path) in str(corrupt.value)
+    assert engine.status().status == "awaiting_approval"  # nothing was recorded
+
+
 def test_last_record_reads_long_logs_from_the_end(tmp_path):
     log = tmp_path / LOG_NAME
     with open(log, "w") as f:

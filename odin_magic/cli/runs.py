@@ -13,6 +13,7 @@ from ..events import EngineEvent
 from ..interview.runner import waiting_question
 from ..report import format_event, render_runs, render_status
 from ..state import DryOptions, RunState
+from ..store import RunCorrupt
 from ..workers.dry import parse_gate_script
 
 
@@ -89,7 +90,8 @@ def _cmd_status(args):
     else:
         try:
             loop = engine.loop_for(state.run_id)
-        except (OSError, ValueError):  # the run's copy of its loop is unreadable: show the history order
+        except RunCorrupt as exc:  # the run's copy of its loop is unreadable: show the history order
+            print(f"note: {exc.message}", file=sys.stderr)
             loop = None
         print(render_status(state, loop, question=waiting_question(engine.run_dir(state.run_id), state)))
     return 0
