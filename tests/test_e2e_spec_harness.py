@@ -45,6 +45,17 @@ def test_spec_harness_tdd_runs_to_done_with_the_scripted_model(project: Path, mo
     engine = Engine(project, worker=worker, listener=events.append)
 
     state = engine.start("spec-harness-tdd", TASK)
+    # the deep interview (the script's `interview:` section): round 0, then one question per round
+    assert (state.status, state.current_stage) == ("awaiting_answer", "interview")
+    for reply in ("confirm", "1"):
+        state = engine.answer(reply)
+    assert (state.status, state.interview.rounds) == ("awaiting_answer", 1)
+    # as after a kernel restart mid-interview: a new worker and engine answer the rest
+    worker = make_worker(Settings.from_env(env={}, script=SCRIPT), project)
+    engine = Engine(project, worker=worker, listener=events.append)
+    for reply in ("raise ValueError", "standard library only, under src/"):
+        state = engine.answer(reply)
+    assert state.interview.rounds == 3 and state.interview.ambiguity <= 0.15
     assert (state.status, state.current_stage) == ("awaiting_approval", "interview")
     paused_at = ["interview"]
     # as after a kernel restart: a new worker and engine continue the run (its thread and script position)
@@ -87,6 +98,12 @@ def test_spec_harness_tdd_runs_to_done_with_the_scripted_model(project: Path, mo
     for name in ("spec.md", "interview-log.md", "plan.md", "harness-report.md", "test-report.md", "review.md"):
         assert (run_dir / name).is_file(), name
     assert "1 failed" in (run_dir / "harness-report.md").read_text()
+    # spec.md and interview-log.md come from the interview's ledger (not from scripted tool calls)
+    spec = (run_dir / "spec.md").read_text()
+    assert "## Topology" in spec and "## Convergence" in spec
+    assert "[Errors] calc.divide(a, 0) raises ValueError (not ZeroDivisionError)" in spec
+    log = (run_dir / "interview-log.md").read_text()
+    assert "### Round 3" in log and "A: raise ValueError" in log and "stop condition holds" in log
     assert "3 passed" in (run_dir / "test-report.md").read_text()
 
     # inline stages continued one thread, across the restart; fresh ones (critic, reviewer) stayed out of it
