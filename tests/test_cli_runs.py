@@ -90,8 +90,15 @@ def test_refusals_and_usage_errors(capsys, demo):
     code, _, err = odin(capsys, "run", "demo", "--task", "another", "--dry", "--project", demo)
     assert code == 1 and "is still awaiting_approval" in err and "odin abandon" in err
     assert "Traceback" not in err
-    code, _, err = odin(capsys, "approve", "--project", demo + "/missing")
-    assert code == 2 and "does not exist" in err
+    for command in (["approve"], ["simulate", "demo"], ["answer", "yes"], ["question"]):
+        code, _, err = odin(capsys, *command, "--project", demo + "/missing")
+        assert code == 2 and "does not exist" in err, command
+    code, _, err = odin(capsys, "step", "nosuch", "--project", demo)
+    assert code == 2 and "has no stage 'nosuch'" in err and "its stages: spec, implement, test" in err
+    code, _, err = odin(capsys, "answer", "yes", "--project", demo)
+    assert code == 1 and "no interview question is waiting" in err
+    code, _, err = odin(capsys, "question", "--project", demo)
+    assert code == 1 and "no interview question is waiting" in err
 
 
 def test_run_with_the_active_loop_name_continues(capsys, demo):

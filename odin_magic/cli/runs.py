@@ -17,18 +17,25 @@ from ..store import RunCorrupt
 from ..workers.dry import parse_gate_script
 
 
-def _printer(event: EngineEvent) -> None:
+def print_event(event: EngineEvent) -> None:
+    """The CLI's live view: one line per event worth a line (notices on stderr)."""
     line = format_event(event)
     if line is not None:
         stream = sys.stderr if event.kind == "notice" else sys.stdout
         print(line, file=stream, flush=True)
 
 
-def _engine(args: argparse.Namespace, listener=_printer) -> Engine:
+def engine_for(args: argparse.Namespace, listener=print_event) -> Engine:
+    """The engine for ``--project``."""
+    return Engine(project_dir(args), listener=listener)
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    """``--project``, which must be a directory."""
     project = Path(args.project)
     if not project.is_dir():
         raise UsageError(f"project directory {project} does not exist", hint="--project DIR")
-    return Engine(project, listener=listener)
+    return project
 
 
 def _exit(state: RunState) -> int:
@@ -36,7 +43,7 @@ def _exit(state: RunState) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = engine_for(args)
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     active = engine.active()
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
@@ -66,24 +73,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_approve(args):
-    return _exit(_engine(args).approve())
+    return _exit(engine_for(args).approve())
 
 
 def _cmd_revise(args):
-    return _exit(_engine(args).revise(args.feedback))
+    return _exit(engine_for(args).revise(args.feedback))
 
 
 def _cmd_step(args):
-    return _exit(_engine(args).step(args.stage))
+    return _exit(engine_for(args).step(args.stage))
 
 
 def _cmd_abandon(args):
-    _engine(args).abandon()
+    engine_for(args).abandon()
     return 0
 
 
 def _cmd_status(args):
-    engine = _engine(args)
+    engine = engine_for(args)
     state = engine.status(args.run)
     if args.json:
         print(json.dumps(state.to_json(), indent=2, ensure_ascii=False))
@@ -98,7 +105,7 @@ def _cmd_status(args):
 
 
 def _cmd_runs(args):
-    states = _engine(args).runs()
+    states = engine_for(args).runs()
     if args.json:
         print(json.dumps([s.to_json() for s in states], indent=2, ensure_ascii=False))
     else:
@@ -107,8 +114,7 @@ def _cmd_runs(args):
 
 
 def _cmd_simulate(args):
-    project = Path(args.project)
-    result = simulate(project, args.loop, args.gates, listener=None if args.json else _printer)
+    result = simulate(project_dir(args), args.loop, args.gates, listener=None if args.json else print_event)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -120,7 +126,7 @@ def _cmd_simulate(args):
     return 0 if result["status"] == "done" else 1
 
 
-def _project(p: argparse.ArgumentParser) -> None:
+def add_project(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: current directory)")
 
 
@@ -133,41 +139,41 @@ def register(sub) -> None:
     p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
     p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_run)
 
     p = sub.add_parser("approve", help="approve the paused stage and continue")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_approve)
 
     p = sub.add_parser("revise", help="re-run the paused stage with FEEDBACK, then gate it again")
     p.add_argument("feedback", metavar="FEEDBACK")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_revise)
 
     p = sub.add_parser("step", help="run one stage and its gate without advancing")
     p.add_argument("stage", metavar="STAGE")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_step)
 
     p = sub.add_parser("status", help="show a run (default: the active or latest run)")
     p.add_argument("--run", metavar="ID", help="run id")
     p.add_argument("--json", action="store_true", help="print the state.json object")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_status)
 
     p = sub.add_parser("runs", help="list the project's runs, newest first")
     p.add_argument("--json", action="store_true")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_runs)
 
     p = sub.add_parser("abandon", help="give up the active run")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_abandon)
 
     p = sub.add_parser("simulate", help="dry-run LOOP in a throwaway directory, approving every human gate")
     p.add_argument("loop", metavar="LOOP")
     p.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,review:fail")
     p.add_argument("--json", action="store_true", help="print only the JSON result")
-    _project(p)
+    add_project(p)
     p.set_defaults(handler=_cmd_simulate)
