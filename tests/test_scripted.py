@@ -164,6 +164,8 @@ def test_the_replay_position_survives_a_new_process(project: Path, tmp_path: Pat
 
 def test_the_quickstart_script_is_valid():
     script = load_script(Path(__file__).resolve().parent.parent / "example_notebooks" / "quickstart.script.yaml")
-    assert {"interview", "plan", "harness-design", "harness-verify", "implement", "test", "review"} <= set(script.stages)
+    # the interview stage is a real deep interview, answered from the script's interview: section
+    assert {"plan", "harness-design", "harness-verify", "implement", "test", "review"} <= set(script.stages)
+    assert script.interview and "rounds" in script.interview
     assert len(script.stages["implement"]) == 2
     assert json.dumps(script.judge["review"][0].json_)
