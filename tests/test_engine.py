@@ -211,10 +211,13 @@ def test_step_runs_one_stage_without_advancing(project, write_loop):
 
 def test_step_on_a_human_stage_pauses_and_a_failing_step_is_counted(project, write_loop):
     write_loop()
-    engine = Engine(project)
+    events = Events()
+    engine = Engine(project, listener=events)
     engine.start("demo", "build", dry=dry("test:fail"))
+    del events[:]
     state = engine.step("spec")
     assert state.status == "awaiting_approval" and hist(state)[-1][:3] == ("spec", "pass", "ai-pending")
+    assert events.kinds()[-1] == "paused" and "odin approve" in events[-1].text
     state = engine.step("test")
     assert hist(state)[-1] == ("test", "fail", "ai", "critic")
     assert state.iterations == {"test": 1} and state.current_stage == "test"  # a step stays on its stage
@@ -385,6 +388,34 @@ def test_what_a_failed_stage_spent_is_counted(project, write_loop, where):
     state = engine.run()  # 1200: the failed attempts alone put the run over budget
     assert state.status == "failed" and "1200 tokens used" in state.failure_reason
     assert [h[0] for h in hist(state)] == ["a"]
+
+
+def test_a_retried_stage_is_told_why_its_gate_failed(project, write_loop):
+    write_loop(LINEAR)
+
+    class Recording:
+        """Stands in for a model: records each job; b's first judgment fails."""
+
+        def __init__(self):
+            self.jobs, self.judged = [], 0
+
+        def perform(self, job, events):
+            self.jobs.append(job)
+            for path in job.produces.values():
+                path.write_text("x")
+            return StageResult()
+
+        def judge(self, job, events):
+            if job.stage.id == "b":
+                self.judged += 1
+                if self.judged == 1:
+                    return JudgeResult(Verdict(passed=False, reasons=["no tests"], blocking=["b has no tests"]))
+            return JudgeResult(Verdict(passed=True))
+
+    worker = Recording()
+    assert Engine(project, worker=worker).start("linear", "t").status == "done"
+    assert [(j.stage.id, j.attempt, j.last_failure) for j in worker.jobs] == [
+        ("a", 0, None), ("b", 0, None), ("b", 1, "b has no tests"), ("c", 0, None)]
 
 
 def test_no_worker_configured_is_a_config_error(project, write_loop, monkeypatch):
