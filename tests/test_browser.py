@@ -1,8 +1,10 @@
 """A real browser: JupyterLab on 127.0.0.1, headless Debian chromium driven by Playwright.
 
-Opens the quickstart notebook (cut after its first run cell), runs it to the
-first pause, clicks Approve in the rendered widget, and checks that
-state.json advanced. Needs /usr/bin/chromium (``apt-get install -y chromium``).
+Opens the quickstart notebook (cut after the cell that answers the deep
+interview's last question), runs it: the run starts, the `%odin answer` cells
+answer the interview, the run pauses for the interview's approval; then clicks
+Approve in the rendered widget, and checks that state.json advanced.
+Needs /usr/bin/chromium (``apt-get install -y chromium``).
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def quickstart_to_first_pause(where: Path) -> Path:
-    """The quickstart, cut after the cell tagged ``odin-first-pause`` (the run that stops at the interview)."""
+def quickstart_to_interview_approval(where: Path) -> Path:
+    """The quickstart, cut after the cell tagged ``odin-interview-done`` (its last answer ends the interview)."""
     nb = nbformat.read(REPO / "example_notebooks" / "quickstart.ipynb", as_version=4)
-    cut = next(i for i, c in enumerate(nb.cells) if "odin-first-pause" in c.metadata.get("tags", []))
+    cut = next(i for i, c in enumerate(nb.cells) if "odin-interview-done" in c.metadata.get("tags", []))
     nb.cells = nb.cells[: cut + 1]
     path = where / "quickstart.ipynb"
     nbformat.write(nb, path)
@@ -101,7 +103,7 @@ def read_state(work: Path) -> dict:
 
 def test_click_approve_in_jupyterlab_and_the_run_continues(lab):
     base, work, server_log = lab
-    quickstart_to_first_pause(work)
+    quickstart_to_interview_approval(work)
     try:
         drive_the_browser(base, work)
     except AssertionError as exc:
@@ -109,6 +111,7 @@ def test_click_approve_in_jupyterlab_and_the_run_continues(lab):
     state = read_state(work)
     assert state["current_stage"] == "plan" and state["status"] == "awaiting_approval"
     assert ("interview", "approved") in [(e["stage"], e["gate"]) for e in state["history"]]
+    assert state["interview"]["rounds"] == 3  # answered by the notebook's `%odin answer` cells
 
 
 def drive_the_browser(base: str, work: Path) -> None:
@@ -124,11 +127,16 @@ def drive_the_browser(base: str, work: Path) -> None:
             page.get_by_role("menuitem", name="Run", exact=True).click()
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
+            # the interview's questions, answered by the `%odin answer` cells, then its approval panel
             panel = page.locator(".odin-approval")
             expect(panel).to_contain_text("interview", timeout=90_000)
             state = read_state(work)
             assert state["status"] == "awaiting_approval" and state["current_stage"] == "interview"
+            assert state["interview"]["rounds"] == 3 and state["interview"]["ambiguity"] <= 0.15
             assert (work / ".odin-loop" / "runs" / state["run_id"] / "spec.md").is_file()  # beside the notebook
+            # the browser rendered the interview's last question panel, and the computed stop condition
+            expect(page.locator(".odin-question", has_text="Any constraint on dependencies")).to_be_visible()
+            expect(panel).to_contain_text("run ambiguity 0.10 <= threshold 0.15")
 
             approve = page.locator(".jupyter-widgets").get_by_role("button", name="Approve")
             expect(approve).to_have_count(1)

@@ -47,6 +47,14 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
         monkeypatch.delenv(var, raising=False)  # offline, whatever the environment says
     nb = execute("quickstart.ipynb", tmp_path, extra=("quickstart.script.yaml",))
     texts = outputs_text(nb)
+    # the deep interview ran in the notebook: its questions shown, answered by `%odin answer` cells
+    answer_cells = [t for c, t in zip((c for c in nb.cells if c.cell_type == "code"), texts)
+                    if c.source.startswith("%odin answer")]
+    assert len(answer_cells) == 4
+    assert "Round 1 | Component: Arithmetic" in answer_cells[0]  # confirming round 0 brings round 1
+    assert "What must divide(a, 0) do?" in answer_cells[1]
+    assert "awaiting_approval" in answer_cells[-1] and "converged" in answer_cells[-1]
+    assert any("## Convergence" in t for t in texts)  # the spec the interview wrote, printed
     assert any("✅ done" in t for t in texts)
     assert any("divide(1, 0) raises ValueError" in t for t in texts)
     assert not any("Unknown child process" in t for t in texts)  # background noise stays out of cells
@@ -55,8 +63,9 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
     assert state["status"] == "done"
     assert [e["stage"] for e in state["history"] if e["gate"] == "approved"] == ["interview", "plan", "review"]
     assert state["total_iterations"] == 1  # the first implementation failed the harness once
+    assert state["interview"]["rounds"] == 3 and state["interview"]["ambiguity"] <= 0.15
     assert (tmp_path / "src" / "calc.py").is_file()  # the deliverable, beside the notebook
-    for doc in ("spec.md", "plan.md", "review.md"):
+    for doc in ("spec.md", "interview-log.md", "plan.md", "review.md"):
         assert (run_dir / doc).is_file()
 
 
