@@ -380,7 +380,9 @@ def test_what_a_failed_stage_spent_is_counted(project, write_loop, where):
     engine = Engine(project, worker=SpentThenFailed(where, 400))
     with pytest.raises(WorkerFailed, match="the API went away"):
         engine.start("linear", "t")
-    state = Engine(project).status()  # as saved
+    events = Events()
+    state = Engine(project, listener=events).status()  # as saved: state.json is up to date with the log
+    assert "notice" not in events.kinds()
     assert state.status == "running" and state.usage.by_stage["b"].input_tokens == 400
     assert state.usage.total.cost_usd == 0.5
     with pytest.raises(WorkerFailed):  # 800 tokens: still within the budget

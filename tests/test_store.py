@@ -105,6 +105,18 @@ def test_a_torn_last_line_is_ignored_then_cut_off(project, write_loop):
     assert log.read_bytes()[size:size + 1] == b"{" and b'"appro\n' not in log.read_bytes()
 
 
+def test_a_driver_removes_what_interrupted_atomic_writes_left(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    state = engine.start("demo", "t", dry=DryOptions())
+    run_dir = RunStore(project).run_dir(state.run_id)
+    left = [run_dir / ".state.json.4242.tmp", run_dir / "gates" / ".0001-spec.json.4242.tmp"]
+    for path in left:
+        path.write_text('{"half')
+    engine.approve()
+    assert not any(path.exists() for path in left)
+
+
 def test_damage_in_the_middle_of_the_log_is_reported(finished):
     _, run_dir, _ = finished
     log = run_dir / LOG_NAME
