@@ -112,6 +112,10 @@ def test_the_computed_gate_fails_honestly(project):
     job = stage_job(loop, "interview", project)
     verdict = interview_verdict(job.run_dir, "interview")
     assert not verdict.passed and "no interview state" in verdict.blocking[0]
+    with pytest.raises(AwaitingAnswer):  # waiting at round 0: a gate judged now must fail
+        DeepInterviewRunner(ScriptedInterviewModel.from_yaml(SCRIPT))(EngineSession(), job, Events())
+    verdict = interview_verdict(job.run_dir, "interview")
+    assert not verdict.passed and "the interview is not finished (round 0)" in verdict.blocking
     stuck = """
 components: [Ingestion]
 rounds:

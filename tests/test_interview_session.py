@@ -214,6 +214,16 @@ def test_challenges_fire_before_their_rounds_question_and_are_recorded(tmp_path)
     assert kinds == ["challenge:contrarian", "challenge:simplifier", "challenge:ontologist"]
 
 
+def test_two_challenges_scheduled_for_one_round_fire_one_and_record_the_other(tmp_path):
+    h = Harness(tmp_path, CHALLENGES, threshold=0.1, challenges=["contrarian@4", "simplifier@4"])
+    answer_until(h, 4)
+    assert (h.session.pending.kind, h.session.pending.challenge) == ("challenge", "contrarian")
+    h.session.answer("No, CSV only")
+    h.session.answer("fine")
+    assert h.session.state.rounds[3].notes == ["challenge simplifier@4 not fired: contrarian fired this round"]
+    assert [m for m, _ in h.model.calls if m.startswith("challenge")] == ["challenge:contrarian"]
+
+
 def test_ontologist_is_skipped_when_ambiguity_is_low(tmp_path):
     script = """
 components: [Ingestion]
