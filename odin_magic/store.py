@@ -27,6 +27,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -211,12 +212,21 @@ def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``).
+
+    A crash leaves the old file or the new one, never half of one; the temp
+    file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _fsync_dir(path: Path) -> None:

@@ -19,8 +19,6 @@ What a user may answer while a round's question is pending:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -30,6 +28,7 @@ from typing import Any, Callable
 from ..errors import OdinError
 from ..loop import Stage
 from ..state import InterviewSummary, Usage
+from ..store import write_atomic
 from . import convergence as cv
 from .ledger import render_log, render_spec
 from .models import (
@@ -74,23 +73,6 @@ class InterviewModelError(OdinError):
 def state_path(run_dir: Path, stage_id: str) -> Path:
     """Where a stage's interview state lives: ``interview.json`` for a stage named ``interview``."""
     return Path(run_dir) / (STATE_FILE if stage_id == "interview" else f"interview-{stage_id}.json")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def load_state(path: Path) -> InterviewState | None:
@@ -657,6 +639,8 @@ class InterviewSession:
         return str(value)
 
     def _save(self) -> None:
+        for path in (self.path, self.log_path, self.spec_path):
+            path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(self.state.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
         write_atomic(self.log_path, render_log(self.state))
         write_atomic(self.spec_path, render_spec(self.state))
