@@ -31,8 +31,9 @@ from pydantic import ValidationError
 from . import gates
 from .artifacts import placements, project_relative
 from .catalog import LoopCatalog
-from .errors import ConfigError, NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
+from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
+from .interview.runner import AwaitingAnswer
 from .loop import Loop, Stage
 from .state import DryOptions, InterviewSummary, RunState, Usage
 from .store import LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
@@ -73,19 +74,6 @@ def _script_performs_stage(worker: Worker, stage_id: str, project_dir: Path) -> 
         return False
     scripts_interview = script.interview is not None or any(k.startswith("interview-") for k in script.answers)
     return stage_id in script.stages and not scripts_interview
-
-
-class _NeverRaised(Exception):
-    pass
-
-
-def _awaiting_answer() -> type[Exception]:
-    """The interview's AwaitingAnswer, when the interview package is installed."""
-    try:
-        from .interview.runner import AwaitingAnswer
-    except ModuleNotFoundError:
-        return _NeverRaised
-    return AwaitingAnswer
 
 
 def _usage_of(exc: Exception) -> Usage:
@@ -406,16 +394,9 @@ class Engine:
 
     def _model_worker(self) -> Worker:
         if self.worker is None:
-            try:
-                from .config import Settings
-                from .workers.factory import make_worker
-            except ModuleNotFoundError as exc:
-                if exc.name not in ("odin_magic.config", "odin_magic.workers.factory"):
-                    raise
-                raise ConfigError(
-                    "no model worker is configured in this installation",
-                    hint="use --dry for a dry run, or pass a worker to Engine(...)",
-                ) from None
+            from .config import Settings
+            from .workers.factory import make_worker  # the model SDK loads only for real runs
+
             self.worker = make_worker(Settings.from_env(), self.project_dir)
         return self.worker
 
@@ -458,13 +439,9 @@ class Engine:
         if self.interview_runner is None and _script_performs_stage(s.worker, stage.id, self.project_dir):
             return None
         if self.interview_runner is None:
-            try:
-                from .interview.claude import make_interview_model
-                from .interview.runner import DeepInterviewRunner
-            except ModuleNotFoundError as exc:
-                if not (exc.name or "").startswith("odin_magic.interview"):
-                    raise
-                return None  # no interview support installed: the worker performs the stage
+            from .interview.claude import make_interview_model
+            from .interview.runner import DeepInterviewRunner
+
             settings = getattr(s.worker, "settings", None)
             if settings is None:
                 from .config import Settings
@@ -520,7 +497,7 @@ class Engine:
                    data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
         try:
             result = self._perform(s, stage, job, sink)
-        except _awaiting_answer() as asking:
+        except AwaitingAnswer as asking:
             self._asked(s, stage, asking)
             return
         except WorkerError as exc:

@@ -420,10 +420,10 @@ def test_a_retried_stage_is_told_why_its_gate_failed(project, write_loop):
         ("a", 0, None), ("b", 0, None), ("b", 1, "b has no tests"), ("c", 0, None)]
 
 
-def test_no_worker_configured_is_a_config_error(project, write_loop, monkeypatch):
+def test_a_model_worker_that_cannot_be_built_is_a_config_error_and_no_run(project, write_loop, monkeypatch):
     write_loop(LINEAR)
-    monkeypatch.setitem(sys.modules, "odin_magic.workers.factory", None)  # as if the module did not exist
-    with pytest.raises(ConfigError, match="no model worker"):
+    monkeypatch.setenv("ODIN_SCRIPT", str(project / "missing.yaml"))  # a real run, offline, misconfigured
+    with pytest.raises(ConfigError, match="missing.yaml"):
         Engine(project).start("linear", "t")
     assert not (project / ".odin-loop" / "runs").exists() or not list((project / ".odin-loop" / "runs").iterdir())
 
@@ -691,7 +691,7 @@ def test_abandon_needs_no_model_worker(project, write_loop, monkeypatch):
     engine = Engine(project, worker=MeteredWorker(1, 0.0))
     engine.listener = lambda e: e.kind == "gate_passed" and engine.request_stop()
     engine.start("linear", "t")
-    monkeypatch.setitem(sys.modules, "odin_magic.workers.factory", None)
+    monkeypatch.setenv("ODIN_SCRIPT", str(project / "missing.yaml"))  # no model worker can be built
     with pytest.raises(ConfigError):
         Engine(project).run()
     assert Engine(project).abandon().status == "abandoned"
