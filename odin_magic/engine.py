@@ -105,6 +105,42 @@ def _copy_state(state: RunState) -> RunState:
     })
 
 
+# -- what an action needs (shared with front ends that check before driving in the background) --------
+
+#: The status each pause-bound action applies to.
+_NEEDS_STATUS = {"approve": "awaiting_approval", "revise": "awaiting_approval", "answer": "awaiting_answer"}
+
+
+def require_status(state: RunState, action: str) -> None:
+    """Raise :class:`RunRefused` when ``action`` (approve, revise, answer) does not apply to ``state``."""
+    if state.status == _NEEDS_STATUS[action]:
+        return
+    where = f"run {state.run_id} is {state.status}"
+    if action == "approve":
+        raise RunRefused(f"{where}, not waiting for approval", hint="`run` continues it; `status` shows where it is")
+    if action == "revise":
+        raise RunRefused(f"{where}, not paused for review: revise applies to a stage awaiting approval",
+                         hint="`step STAGE` re-runs any stage")
+    raise RunRefused(f"no interview question is waiting ({where})",
+                     hint="answers are for a deep-interview stage's questions; `status` shows the run")
+
+
+def require_text(text: str | None, action: str) -> str:
+    """The stripped feedback (``revise``) or answer (``answer``); empty is a :class:`UsageError`."""
+    if text and text.strip():
+        return text.strip()
+    if action == "revise":
+        raise UsageError("revise needs feedback: what should change", hint='revise "make the spec cover errors"')
+    raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
+
+
+def require_stage(loop: Loop, stage_id: str) -> None:
+    """Raise :class:`UsageError` when ``loop`` has no stage ``stage_id``."""
+    ids = loop.stage_ids()
+    if stage_id not in ids:
+        raise UsageError(f"loop {loop.name!r} has no stage {stage_id!r}", hint=f"its stages: {', '.join(ids)}")
+
+
 @dataclass
 class Session:
     """One drive of one run: the locked run, its loop, the worker, what has passed."""
@@ -202,50 +238,32 @@ class Engine:
 
     def answer(self, text: str) -> RunState:
         """Answer the deep interview's waiting question, then drive on (the next question, or the gate)."""
-        if not text or not text.strip():
-            raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
+        text = require_text(text, "answer")
         with self._driving(), self._open_active() as s:
-            if s.state.status != "awaiting_answer":
-                raise RunRefused(
-                    f"no interview question is waiting (run {s.state.run_id} is {s.state.status})",
-                    hint="answers are for a deep-interview stage's questions; `odin status` shows the run",
-                )
-            s.answer = text.strip()
+            require_status(s.state, "answer")
+            s.answer = text
             self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
             return self._drive(s)
 
     def approve(self) -> RunState:
         with self._driving(), self._open_active() as s:
-            if s.state.status != "awaiting_approval":
-                raise RunRefused(
-                    f"run {s.state.run_id} is not awaiting approval (status {s.state.status})",
-                    hint="`odin run` continues it",
-                )
+            require_status(s.state, "approve")
             self._approve(s)
             return self._drive(s)
 
     def revise(self, feedback: str) -> RunState:
         """Re-run the paused stage with ``feedback`` handed to its worker, then gate it again."""
-        if not feedback or not feedback.strip():
-            raise UsageError("revise needs feedback: what should change", hint='odin revise "make the spec cover errors"')
+        feedback = require_text(feedback, "revise")
         with self._driving(), self._open_active() as s:
-            if s.state.status != "awaiting_approval":
-                raise RunRefused(
-                    f"run {s.state.run_id} is not paused for review (status {s.state.status}); "
-                    "revise applies to a stage awaiting approval",
-                    hint="`odin step STAGE` re-runs any stage",
-                )
-            self._record(s, "revised", stage=s.state.current_stage,
-                         set={"status": "running", "feedback": feedback.strip()})
-            self._emit("revised", s.state, stage=s.state.current_stage, text=feedback.strip())
+            require_status(s.state, "revise")
+            self._record(s, "revised", stage=s.state.current_stage, set={"status": "running", "feedback": feedback})
+            self._emit("revised", s.state, stage=s.state.current_stage, text=feedback)
             return self._drive(s)
 
     def step(self, stage_id: str) -> RunState:
         """Run exactly one stage and its gate without advancing; current_stage becomes ``stage_id``."""
         with self._driving(), self._open_active() as s:
-            ids = s.loop.stage_ids()
-            if stage_id not in ids:
-                raise UsageError(f"loop {s.loop.name!r} has no stage {stage_id!r}", hint=f"its stages: {', '.join(ids)}")
+            require_stage(s.loop, stage_id)
             self._record(s, "step", stage=stage_id, set={"current_stage": stage_id, "status": "running"})
             if self._check_timeout(s):
                 return self._snapshot(s)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .errors import NoActiveRun, OdinError, RunRefused, UsageError
+from .engine import require_stage, require_status, require_text
+from .errors import NoActiveRun, OdinError, RunRefused
 from .state import DryOptions, RunState
 
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
@@ -151,37 +152,27 @@ class NotebookRunner:
         self._require_active()
         self._submit("run", lambda: self.engine.run(), ready)
 
+    # The checks are the engine's own (engine.require_*), made here so that the cell gets the error at once.
+
     def approve(self, ready: Ready | None = None) -> None:
-        state = self._require_active()
-        if state.status != "awaiting_approval":
-            raise RunRefused(f"run {state.run_id} is not waiting for approval (status {state.status})",
-                             hint="%odin status shows where it is")
+        require_status(self._require_active(), "approve")
         self._submit("approve", lambda: self.engine.approve(), ready)
 
     def revise(self, feedback: str, ready: Ready | None = None) -> None:
-        if not feedback.strip():
-            raise RunRefused("the feedback is empty", hint='%odin revise "what should change"')
-        state = self._require_active()
-        if state.status != "awaiting_approval":
-            raise RunRefused(f"run {state.run_id} is not paused for review (status {state.status})",
-                             hint="revise applies to a stage awaiting approval; %odin step STAGE re-runs any stage")
+        require_text(feedback, "revise")
+        require_status(self._require_active(), "revise")
         self._submit("revise", lambda: self.engine.revise(feedback), ready)
 
     def step(self, stage: str, ready: Ready | None = None) -> None:
         state = self._require_active()
-        ids = self.engine.loop_for(state.run_id).stage_ids()
-        if stage not in ids:
-            raise UsageError(f"loop {state.loop!r} has no stage {stage!r}", hint=f"its stages: {', '.join(ids)}")
+        require_stage(self.engine.loop_for(state.run_id), stage)
         self._submit(f"step {stage}", lambda: self.engine.step(stage), ready)
 
     def answer(self, text: str, ready: Ready | None = None) -> None:
-        """Answer the interview's waiting question (the interview plugs in ``Engine.answer``)."""
-        state = self._require_active()
-        answer = getattr(self.engine, "answer", None)
-        if answer is None or state.status != "awaiting_answer":
-            raise RunRefused(f"no interview question is waiting (run {state.run_id} is {state.status})",
-                             hint="answers are for a deep-interview stage's questions; %odin status shows the run")
-        self._submit("answer", lambda: answer(text), ready)
+        """Answer the interview's waiting question."""
+        require_text(text, "answer")
+        require_status(self._require_active(), "answer")
+        self._submit("answer", lambda: self.engine.answer(text), ready)
 
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""

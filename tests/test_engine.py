@@ -136,7 +136,7 @@ def test_approve_is_refused_when_not_paused(project, write_loop):
     engine.listener = lambda e: (stopper(e), e.kind == "gate_passed" and engine.request_stop())
     engine.start("demo", "build", dry=dry(approve_all=True))
     assert engine.status().status == "running"
-    with pytest.raises(RunRefused, match="not awaiting approval"):
+    with pytest.raises(RunRefused, match="not waiting for approval"):
         engine.approve()
     with pytest.raises(RunRefused, match="not paused"):
         engine.revise("more")
@@ -720,3 +720,24 @@ def test_a_driver_in_another_process_is_named_in_the_refusal(project, write_loop
         proc.stderr.close()
     state = Engine(project).abandon()  # the lock died with its holder
     assert state.status == "abandoned" and state.history == []
+
+
+def test_front_ends_check_with_the_engines_own_rules(project, write_loop):
+    """require_* are what the engine's actions check (the notebook runner checks with them before driving)."""
+    from odin_magic.engine import require_stage, require_status, require_text
+
+    write_loop()
+    engine = Engine(project)
+    paused = engine.start("demo", "build", dry=dry())
+    require_status(paused, "approve")
+    require_status(paused, "revise")
+    with pytest.raises(RunRefused, match="no interview question is waiting"):
+        require_status(paused, "answer")
+    with pytest.raises(RunRefused, match="no interview question is waiting") as engine_says:
+        engine.answer("yes")
+    assert str(engine_says.value) == str(pytest.raises(RunRefused, require_status, paused, "answer").value)
+    assert require_text("  more tests ", "revise") == "more tests"
+    with pytest.raises(UsageError, match="revise needs feedback"):
+        require_text(" ", "revise")
+    with pytest.raises(UsageError, match="has no stage 'zz'(.|\n)*its stages: spec, implement, test"):
+        require_stage(engine.loop_for(paused.run_id), "zz")
