@@ -15,7 +15,8 @@ from odin_magic.interview.runner import (
     render_question,
 )
 from odin_magic.interview.topology import TopologyEditError
-from odin_magic.workers.base import CommandEvidence
+from odin_magic.state import Usage
+from odin_magic.workers.base import CommandEvidence, WorkerError
 
 from stage_jobs import Events, judge_job, loop_from, stage_job
 
@@ -86,6 +87,29 @@ def test_the_runner_pauses_at_every_question_and_finishes_with_a_result(project)
     assert "run ambiguity 0.10 <= threshold 0.15" in verdict.reasons
     # the stage runs again with nothing new (a crash before the gate was recorded): no question, same result
     assert runner(EngineSession(), job, events).summary == result.summary
+
+
+def test_a_failing_model_call_carries_what_the_step_spent_before_it(project):
+    class ChallengeFails(ScriptedInterviewModel):
+        """The scripted model, but the contrarian's call fails after spending 7 input tokens."""
+
+        def challenge(self, brief, kind):
+            err = WorkerError("the API went away")
+            err.usage = Usage(input_tokens=7)
+            raise err
+
+    runner = DeepInterviewRunner(ChallengeFails.from_yaml(SCRIPT))
+    job = stage_job(loop_from(LOOP), "interview", project)
+    session = EngineSession()
+    for text in (None, "confirm"):
+        session.answer = text
+        with pytest.raises(AwaitingAnswer):
+            runner(session, job, Events())
+    session.answer = "a"  # scores round 1, asks round 2's question, and its challenge fails
+    with pytest.raises(WorkerError) as failed:
+        runner(session, job, Events())
+    spent = failed.value.usage
+    assert spent.input_tokens > 7 and spent.output_tokens > 0  # round 1's score and round 2's question
 
 
 def test_a_failed_gate_or_a_revision_reopens_the_interview(project):

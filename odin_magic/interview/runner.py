@@ -21,7 +21,9 @@ from typing import Any, Callable
 from ..errors import OdinError
 from ..loop import Loop
 from ..state import InterviewSummary, RunState, Usage
-from ..workers.base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
+from ..workers.base import (
+    EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent,
+)
 from .convergence import stop_check
 from .models import InterviewState, PendingQuestion
 from .protocol import InterviewModel
@@ -123,6 +125,10 @@ class DeepInterviewRunner:
         st.attempt = job.attempt
         try:
             question = iv.answer(answer) if answer else iv.start()
+        except WorkerError as exc:  # the calls that succeeded before the failing one were paid for too
+            failed = getattr(exc, "usage", None)
+            exc.usage = iv.take_usage() + (failed if isinstance(failed, Usage) else Usage())  # type: ignore[attr-defined]
+            raise
         finally:
             if self._record is not None and session is not None:
                 self._record(session, iv.summary())
