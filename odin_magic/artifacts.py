@@ -53,19 +53,20 @@ def _parts(entry: str, stage_id: str | None = None) -> tuple[str, ...]:
     return tuple(p for p in pure.parts if p != ".")
 
 
+def _run_scoped(parts: tuple[str, ...], is_dir: bool) -> bool:
+    """The placement rule (see the module docstring): harness/..., or a bare file name."""
+    return parts[0] == RUN_SCOPED_TOP or (len(parts) == 1 and not is_dir)
+
+
 def in_run_dir(entry: str) -> bool:
     """True when ``entry`` lives in the run dir (see the module docstring)."""
-    parts = _parts(entry)
-    is_dir = entry.strip().endswith("/")
-    if parts[0] == RUN_SCOPED_TOP:
-        return True
-    return len(parts) == 1 and not is_dir
+    return _run_scoped(_parts(entry), entry.strip().endswith("/"))
 
 
 def place(entry: str, project_dir: Path, run_dir: Path, stage_id: str | None = None) -> Placement:
     parts = _parts(entry, stage_id)
     is_dir = entry.strip().endswith("/")
-    run_scoped = parts[0] == RUN_SCOPED_TOP or (len(parts) == 1 and not is_dir)
+    run_scoped = _run_scoped(parts, is_dir)
     base = Path(run_dir) if run_scoped else Path(project_dir)
     return Placement(entry=entry, path=base.joinpath(*parts), in_run_dir=run_scoped, is_dir=is_dir)
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import OdinError
-from ..loop import Loop
 from ..state import InterviewSummary, RunState, Usage
 from ..workers.base import (
     EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent,
@@ -191,10 +190,6 @@ def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
         blocking.append(f"gate command failed: {c.cmd}")
     non_blocking = [q.text for q in state.open_questions if not q.blocking and not q.resolved]
     return Verdict(passed=not blocking, reasons=reasons, blocking=blocking, non_blocking=non_blocking)
-
-
-def interview_stage_ids(loop: Loop) -> list[str]:
-    return [s.id for s in loop.stages if s.interview is not None and s.interview.mode == "deep"]
 
 
 def interview_state(run_dir: Path, stage_id: str = "interview") -> InterviewState | None:
