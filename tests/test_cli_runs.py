@@ -93,6 +93,9 @@ def test_refusals_and_usage_errors(capsys, demo):
     for command in (["approve"], ["simulate", "demo"], ["answer", "yes"], ["question"]):
         code, _, err = odin(capsys, *command, "--project", demo + "/missing")
         assert code == 2 and "does not exist" in err, command
+    code, _, err = odin(capsys, "run", "--task", "another", "--project", demo)
+    assert code == 2 and "needs its loop" in err
+    assert json.loads(odin(capsys, "status", "--json", "--project", demo)[1])["status"] == "awaiting_approval"
     code, _, err = odin(capsys, "step", "nosuch", "--project", demo)
     assert code == 2 and "has no stage 'nosuch'" in err and "its stages: spec, implement, test" in err
     code, _, err = odin(capsys, "answer", "yes", "--project", demo)

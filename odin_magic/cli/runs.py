@@ -43,6 +43,9 @@ def _exit(state: RunState) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.loop is None and args.task is not None:  # never continue (and approve) a run the user did not mean
+        raise UsageError("--task starts a new run and needs its loop", hint='odin run LOOP --task "..."; '
+                         "plain `odin run` continues the active run")
     engine = engine_for(args)
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     active = engine.active()
