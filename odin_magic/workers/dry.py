@@ -14,6 +14,7 @@ import threading
 from ..errors import UsageError
 from ..loop import Loop
 from ..state import DryOptions
+from ..store import write_atomic
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
 
 PLACEHOLDER_NAME = "PLACEHOLDER.md"
@@ -71,10 +72,8 @@ class DryWorker:
                     continue  # never overwrite an existing file
                 target = path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(
-                f"Placeholder written by an odin dry run: stage {job.stage.id!r}, artifact {entry!r}.\n",
-                encoding="utf-8",
-            )
+            # atomically: a placeholder cut short by a crash would pass for one, and is never rewritten
+            write_atomic(target, f"Placeholder written by an odin dry run: stage {job.stage.id!r}, artifact {entry!r}.\n")
             written.append(entry)
         text = f"dry run: wrote {', '.join(written)}" if written else "dry run: nothing to write"
         if job.feedback:
