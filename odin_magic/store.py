@@ -251,8 +251,32 @@ class Loaded:
     notice: str | None = None  # set when state.json had to be rebuilt from the log
 
 
-def load_run(run_dir: Path) -> Loaded:
-    """Read a run's state without writing anything (safe while another process drives it)."""
+def _driver_alive(run_dir: Path) -> bool:
+    """True when ``driver.json`` names a driver that may still be appending (False: none, or a dead pid here)."""
+    try:
+        info = json.loads((run_dir / DRIVER_NAME).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True  # being written: a driver is there
+    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(pid, int) or info.get("host") != socket.gethostname():
+        return True  # cannot tell from here: assume it is live
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False  # it crashed (kill -9) and left its sidecar
+    except PermissionError:
+        return True
+    return True
+
+
+def load_run(run_dir: Path, driving: bool = False) -> Loaded:
+    """Read a run's state without writing anything (safe while another process drives it).
+
+    ``driving``: the caller holds the run's lock, so a state.json behind the log
+    cannot be a live driver's unsaved step: it is reported like any repair.
+    """
     log_path = run_dir / LOG_NAME
     last = last_record(log_path)
     if last is None:
@@ -271,7 +295,7 @@ def load_run(run_dir: Path) -> Loaded:
         if cached.log_seq < last["seq"]:
             records, _, _ = read_log(log_path)
             state = fold([r for r in records if r["seq"] > cached.log_seq], cached, log_path)
-            if (run_dir / DRIVER_NAME).exists():
+            if not driving and _driver_alive(run_dir):
                 return Loaded(state)  # a driver is between an append and its state.json write: normal
             return Loaded(
                 state,
@@ -487,7 +511,7 @@ class RunStore:
                     f.truncate(good)
                     os.fsync(f.fileno())
                 notices.append("the event log ended in a torn record (a crash mid-write); it was cut off")
-            loaded = load_run(d)
+            loaded = load_run(d, driving=True)
             if loaded.notice:
                 notices.append(loaded.notice)
             handle = RunHandle(d, loaded.state, lock)

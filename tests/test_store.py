@@ -237,6 +237,32 @@ def test_a_creation_that_crashed_before_its_first_event_is_not_a_run(project, wr
     assert store.run_ids() == [state.run_id]
 
 
+def test_a_driver_tells_when_state_json_was_behind(project, write_loop):
+    write_loop()
+    engine = Engine(project)
+    paused = engine.start("demo", "t", dry=DryOptions())
+    run_dir = RunStore(project).run_dir(paused.run_id)
+    records, _, _ = read_log(run_dir / LOG_NAME)
+    (run_dir / STATE_NAME).write_text(json.dumps(fold(records[:1]).to_json()))  # as a kill -9 would leave it
+    notices = []
+    engine.listener = lambda e: e.kind == "notice" and notices.append(e.text)
+    assert engine.approve().status == "done"
+    assert any("was behind its event log" in n for n in notices)
+
+
+def test_a_reader_is_told_when_the_driver_died_before_saving(finished):
+    import subprocess
+    import sys
+
+    _, run_dir, state = finished
+    records, _, _ = read_log(run_dir / LOG_NAME)
+    (run_dir / STATE_NAME).write_text(json.dumps(fold(records[:3]).to_json()))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (run_dir / "driver.json").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    loaded = load_run(run_dir)
+    assert "was behind its event log" in loaded.notice and loaded.state.to_json() == state.to_json()
+
+
 def test_a_reader_catching_up_with_a_live_driver_says_nothing(finished):
     _, run_dir, state = finished
     records, _, _ = read_log(run_dir / LOG_NAME)
