@@ -200,19 +200,14 @@ class NotebookRunner:
 
     def interview_chart(self, state: RunState, stage_id: str):
         """The interview's convergence chart (ambiguity per round against the threshold), from its saved state."""
-        from .charts import InterviewRound, interview_convergence
+        from .interview.runner import interview_state
+        from .interview.widget import convergence_figure
 
-        rounds, threshold = [], state.interview.threshold if state.interview else 0.15
         try:
-            from .interview.runner import convergence_points, interview_state
-
             iv = interview_state(self.engine.run_dir(state.run_id), stage_id)
-        except (ImportError, OdinError):
+        except OdinError:  # an unreadable interview.json: the empty chart (status reports the damage)
             iv = None
-        if iv is not None:
-            threshold = iv.threshold
-            rounds = [InterviewRound(n, a, c) for n, a, c in convergence_points(iv)]
-        return interview_convergence(rounds, threshold)
+        return convergence_figure(iv, state.interview.threshold if state.interview else 0.15)
 
     def abandon(self) -> RunState:
         if self.drive.busy:

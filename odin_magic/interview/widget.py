@@ -21,11 +21,20 @@ from .runner import convergence_points
 Send = Callable[[str], None]
 
 
-def convergence_png(state: InterviewState) -> bytes:
-    from ..charts import InterviewRound, interview_convergence, png_bytes
+def convergence_figure(state: InterviewState | None, threshold: float = 0.15):
+    """The live convergence chart of ``state`` (an empty chart at ``threshold`` when there is none yet)."""
+    from ..charts import InterviewRound, interview_convergence
 
+    if state is None:
+        return interview_convergence([], threshold)
     rounds = [InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(state)]
-    return png_bytes(interview_convergence(rounds, state.threshold))
+    return interview_convergence(rounds, state.threshold)
+
+
+def convergence_png(state: InterviewState) -> bytes:
+    from ..charts import png_bytes
+
+    return png_bytes(convergence_figure(state))
 
 
 class QuestionPanel:
