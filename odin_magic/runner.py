@@ -182,14 +182,12 @@ class NotebookRunner:
 
     def question_panel(self, state: RunState):
         """The interview's own question panel (options, you decide, skip, ...) sending through ``answer``;
-        None when no interview question waits or the interview package is not installed."""
+        None when no interview question waits (or its state cannot be read)."""
         if state.status != "awaiting_answer":
             return None
-        try:
-            from .interview.runner import interview_state
-            from .interview.widget import QuestionPanel
-        except ImportError:
-            return None
+        from .interview.runner import interview_state
+        from .interview.widget import QuestionPanel
+
         try:
             iv = interview_state(self.engine.run_dir(state.run_id), state.current_stage)
         except OdinError:
