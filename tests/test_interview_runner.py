@@ -206,3 +206,21 @@ def test_a_finished_interview_joins_the_run_thread_once(project):
     assert "round 2 challenge (contrarian): Do we need imports at all? -> No, they are the point" in text
     assert "## Acceptance Criteria\n1. [Ingestion] Given a CSV of 3 rows" in text
     assert assistant["content"][0]["text"].startswith("Interview finished (converged) after 3 rounds")
+
+
+def test_an_unreadable_interview_state_is_said_where_the_question_would_be(project):
+    from odin_magic.interview.runner import waiting_question
+    from odin_magic.interview.session import InterviewError
+    from odin_magic.state import RunState
+
+    job = stage_job(loop_from(LOOP), "interview", project)
+    with pytest.raises(AwaitingAnswer):
+        DeepInterviewRunner(ScriptedInterviewModel.from_yaml(SCRIPT))(EngineSession(), job, Events())
+    state = RunState(run_id=job.run_id, loop="talk", task="t", started_at="2026-06-14T14:35:01",
+                     status="awaiting_answer", current_stage="interview", max_iterations=5)
+    assert waiting_question(job.run_dir, state).startswith("Round 0 | Topology")
+    (job.run_dir / "interview.json").write_text('{"stage": "interview", "ta')
+    with pytest.raises(InterviewError, match="cannot be read"):
+        pending_question(job.run_dir)
+    shown = waiting_question(job.run_dir, state)
+    assert shown.startswith("(the waiting question cannot be shown:") and "interview.json" in shown

@@ -198,18 +198,23 @@ def interview_state(run_dir: Path, stage_id: str = "interview") -> InterviewStat
 
 
 def pending_question(run_dir: Path, stage_id: str = "interview") -> PendingQuestion | None:
-    try:
-        state = interview_state(run_dir, stage_id)
-    except OdinError:
-        return None
+    """The stage's waiting question, or None; an unreadable interview state is an OdinError."""
+    state = interview_state(run_dir, stage_id)
     return state.pending if state else None
 
 
 def waiting_question(run_dir: Path, state: RunState) -> str | None:
-    """The question ``state`` waits on, rendered as a terminal shows it; None when it waits for none."""
+    """The question ``state`` waits on, rendered as a terminal shows it; None when it waits for none.
+
+    An interview state that cannot be read yields a line saying so (views show it
+    in place of the question; ``odin answer`` reports the error itself).
+    """
     if state.status != "awaiting_answer":
         return None
-    question = pending_question(run_dir, state.current_stage)
+    try:
+        question = pending_question(run_dir, state.current_stage)
+    except OdinError as exc:
+        return f"(the waiting question cannot be shown: {exc})"
     return render_question(question) if question is not None else None
 
 
