@@ -294,10 +294,13 @@ class Engine:
                 return _copy_state(s.state)
         if run_id is not None:
             return self._read(run_id).state
-        runs = list(self._readable_runs())
-        if not runs:
+        chosen = None
+        for loaded in self._readable_runs():  # oldest first: the active run, else the last one read
+            chosen = loaded
+            if loaded.state.active:
+                break
+        if chosen is None:
             raise NoActiveRun(f"no runs in {self.project_dir}", hint="start one with `odin run LOOP --task TEXT`")
-        chosen = next((loaded for loaded in runs if loaded.state.active), runs[-1])
         self._notice_if(chosen)
         return chosen.state
 
