@@ -450,13 +450,15 @@ class RunStore:
         (with its id) and skipped, so that one damaged run does not hide the others."""
         for run_id in self.run_ids():
             try:
-                yield self.load(run_id)
+                loaded = self.load(run_id)
             except RunNotFound:
                 continue
             except RunCorrupt as exc:
                 if unreadable is None:
                     raise
                 unreadable(run_id, exc)
+                continue
+            yield loaded
 
     def project_lock(self) -> filelock.FileLock:
         self.ensure_layout()
