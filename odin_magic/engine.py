@@ -232,8 +232,8 @@ class Engine:
         with self._driving(), self._open_active() as s:
             if s.state.status == "awaiting_approval":
                 self._approve(s)
-            elif s.state.status == "awaiting_answer":  # ask the interview again; nothing is approved
-                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
+            elif s.state.status == "awaiting_answer" and not self._check_timeout(s):
+                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)  # asks again
             return self._drive(s)
 
     def answer(self, text: str) -> RunState:
@@ -241,8 +241,9 @@ class Engine:
         text = require_text(text, "answer")
         with self._driving(), self._open_active() as s:
             require_status(s.state, "answer")
-            s.answer = text
-            self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
+            if not self._check_timeout(s):  # the stage runs again with the answer: timed like any stage
+                s.answer = text
+                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
             return self._drive(s)
 
     def approve(self) -> RunState:

@@ -205,3 +205,18 @@ def test_a_script_with_turns_for_the_interview_stage_performs_it_as_an_ordinary_
     assert (state.status, state.current_stage) == ("awaiting_approval", "interview")  # no question was asked
     assert state.interview is None
     assert (engine.run_dir(state.run_id) / "spec.md").read_text() == "# Spec"
+
+
+def test_the_run_times_out_while_an_interview_question_waits(engine, project):
+    from datetime import datetime, timedelta
+
+    loop_file = project / ".odin-loop" / "loops" / "talk.yaml"
+    loop_file.write_text(loop_file.read_text().replace("max_iterations: 5", "max_iterations: 5\ntimeout_seconds: 60"))
+    now = [datetime(2026, 6, 14, 14, 35, 1)]
+    engine.clock = lambda: now[0]
+    assert engine.start("talk", "csv review").status == "awaiting_answer"
+    assert engine.answer("confirm").status == "awaiting_answer"  # within the time
+    now[0] += timedelta(minutes=5)  # the user came back later than the loop allows
+    state = engine.answer("CSV from two banks")
+    assert state.status == "failed" and state.failure_reason.startswith("timed out")
+    assert state.interview.rounds == 0  # the answer was not taken
