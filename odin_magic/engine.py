@@ -134,6 +134,14 @@ def require_text(text: str | None, action: str) -> str:
     raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
 
 
+def one_run_at_a_time(active: RunState) -> RunRefused:
+    """The refusal to start a run while ``active`` is still active."""
+    return RunRefused(
+        f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
+        hint="finish it with `odin run` (or `odin approve` at a pause), or give it up with `odin abandon`",
+    )
+
+
 def require_stage(loop: Loop, stage_id: str) -> None:
     """Raise :class:`UsageError` when ``loop`` has no stage ``stage_id``."""
     ids = loop.stage_ids()
@@ -203,12 +211,7 @@ class Engine:
                 with self.store.project_lock():
                     active = self._find_active(tell=False)
                     if active is not None:
-                        raise RunRefused(
-                            f"run {active.run_id} (loop {active.loop}) is still {active.status}; "
-                            "one run per project at a time",
-                            hint="finish it with `odin run` (or `odin approve` at a pause), "
-                            "or give it up with `odin abandon`",
-                        )
+                        raise one_run_at_a_time(active)
                     run_id = self.store.new_run_id(_local_naive(now), loop.name)
                     created = {
                         "run_id": run_id,

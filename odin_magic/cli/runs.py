@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..engine import Engine, simulate
-from ..errors import NoActiveRun, RunRefused, UsageError
+from ..engine import Engine, one_run_at_a_time, simulate
+from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
 from ..report import format_event, render_runs, render_status
@@ -60,9 +60,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _exit(engine.run())
     if args.task is None:
         if active is not None:
-            raise RunRefused(
-                f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
-                hint="continue it with `odin run`, or give it up with `odin abandon`")
+            raise one_run_at_a_time(active)
         raise UsageError(f"starting loop {args.loop!r} needs a task", hint=f'odin run {args.loop} --task "what you are building"')
     if (args.gates or args.approve_all or args.stage_delay or args.run_commands) and not args.dry:
         raise UsageError("--gates, --approve-all, --stage-delay and --run-commands apply to dry runs", hint="add --dry")
