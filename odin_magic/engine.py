@@ -51,31 +51,6 @@ class WorkerFailed(OdinError):
     """A stage could not be completed by its worker; the run stays resumable."""
 
 
-def _script_performs_stage(worker: Worker, stage_id: str, project_dir: Path) -> bool:
-    """True when the worker replays a script that performs ``stage_id`` as an ordinary stage.
-
-    A scripted run follows its script: if the script (``settings.script``) has
-    turns for the interview stage and scripts no interview (no ``interview:``
-    section, no ``interview-*`` answers, no ``ODIN_INTERVIEW_SCRIPT``), the
-    worker performs that stage like any other instead of the deep-interview runner.
-    """
-    import os
-
-    settings = getattr(worker, "settings", None)
-    script_path = getattr(settings, "script", None)
-    if script_path is None or os.environ.get("ODIN_INTERVIEW_SCRIPT", "").strip():
-        return False
-    try:
-        from .workers.factory import locate_script
-        from .workers.scripted import load_script
-
-        script = load_script(locate_script(script_path, project_dir))
-    except (ModuleNotFoundError, OdinError):
-        return False
-    scripts_interview = script.interview is not None or any(k.startswith("interview-") for k in script.answers)
-    return stage_id in script.stages and not scripts_interview
-
-
 def _usage_of(exc: Exception) -> Usage:
     """What a failed call spent before failing (workers attach it as ``exc.usage``; none when absent)."""
     usage = getattr(exc, "usage", None)
@@ -460,8 +435,6 @@ class Engine:
     def _interview_runner_for(self, s: Session, stage: Stage) -> InterviewRunner | None:
         """The runner for a deep-interview stage of a real run (dry runs treat it like any stage)."""
         if stage.interview is None or s.state.dry is not None:
-            return None
-        if self.interview_runner is None and _script_performs_stage(s.worker, stage.id, self.project_dir):
             return None
         if self.interview_runner is None:
             from .interview.claude import make_interview_model

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from odin_magic.config import Settings
-from odin_magic.engine import Engine
+from odin_magic.engine import Engine, WorkerFailed
 from odin_magic.errors import RunRefused
 from odin_magic.interview.topology import TopologyEditError
 from odin_magic.workers.claude import ClaudeWorker
@@ -188,9 +188,10 @@ default_verdict: {passed: true, reasons: [fine]}
 """
 
 
-def test_a_script_with_turns_for_the_interview_stage_performs_it_as_an_ordinary_stage(
+def test_a_deep_interview_stage_is_an_interview_even_when_a_script_has_turns_for_it(
         project, tmp_path, monkeypatch):
-    """A relative script path resolves in the project (as the worker factory resolves it), wherever the cwd is."""
+    """Stage turns never stand in for a deep interview: a script without an interview: section gets a clear,
+    resumable error naming what to add. Its relative path resolves in the project, wherever the cwd is."""
     (project / ".odin-loop" / "loops").mkdir(parents=True)
     (project / ".odin-loop" / "loops" / "talk.yaml").write_text(textwrap.dedent(LOOP))
     (project / "plain.yaml").write_text(textwrap.dedent(PLAIN_SCRIPT))
@@ -201,10 +202,12 @@ def test_a_script_with_turns_for_the_interview_stage_performs_it_as_an_ordinary_
     settings = Settings(model="claude-test", script="plain.yaml", max_retries=0)
     fake = ScriptedModel(load_script(project / "plain.yaml"))
     engine = Engine(project, worker=ClaudeWorker(settings, client_factory=fake.client_factory(max_retries=0)))
-    state = engine.start("talk", "csv review")
-    assert (state.status, state.current_stage) == ("awaiting_approval", "interview")  # no question was asked
-    assert state.interview is None
-    assert (engine.run_dir(state.run_id) / "spec.md").read_text() == "# Spec"
+    with pytest.raises(WorkerFailed, match=r"plain\.yaml has no answer for interview-propose.*"
+                       r"add answers\.interview-propose\.interview"):
+        engine.start("talk", "csv review")
+    state = engine.status()
+    assert (state.status, state.current_stage) == ("running", "interview")  # resumable, nothing performed
+    assert not (engine.run_dir(state.run_id) / "spec.md").exists()
 
 
 def test_the_run_times_out_while_an_interview_question_waits(engine, project):
