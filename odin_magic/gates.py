@@ -63,7 +63,9 @@ def _tail(f) -> str:
 
 
 def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
-    env = dict(os.environ)
+    """The environment of gate commands (and of the worker's bash tool): the process's own,
+    less every ``ANTHROPIC_*`` variable, so that no command can print, record or spend the key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(
         ODIN_PROJECT_DIR=str(project_dir),
         ODIN_RUN_DIR=str(run_dir),

@@ -127,6 +127,16 @@ def test_commands_see_the_run_environment(dirs):
     assert outcome.commands[1].stdout_tail.strip().startswith(os.path.dirname(sys.executable))
 
 
+def test_commands_never_see_the_api_key(dirs, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-for-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    project, run_dir = dirs
+    outcome = evaluate(make_stage(run=["env"]), dirs, RecordingJudge())
+    assert outcome.commands[0].ok
+    assert "ANTHROPIC_" not in outcome.commands[0].stdout_tail
+    assert "sk-ant-secret-for-test" not in "".join(p.read_text() for p in run_dir.rglob("*") if p.is_file())
+
+
 def test_only_the_tail_of_long_output_is_kept(dirs):
     project, _ = dirs
     ev = gates.run_command(GateCommand(cmd="seq 1 100000"), project, dict(os.environ))

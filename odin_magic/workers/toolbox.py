@@ -31,9 +31,8 @@ from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
 
 def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
     """The bash tool's environment: the gate commands' own (so the model can run a gate command
-    exactly as the gate will), minus ``ANTHROPIC_*``."""
-    env = {k: v for k, v in command_env(project_dir, run_dir, run_id, stage_id).items()
-           if not k.startswith("ANTHROPIC_")}
+    exactly as the gate will; it carries no ``ANTHROPIC_*`` variable)."""
+    env = command_env(project_dir, run_dir, run_id, stage_id)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
     return env
 
