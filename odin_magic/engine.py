@@ -655,16 +655,10 @@ class Engine:
         total = s.state.usage.total
         self._emit("usage", s.state, stage=stage_id, data={"stage": usage.model_dump(), "total": total.model_dump()})
         budget = s.loop.budget
-        if budget is None:
+        why = budget.exceeded(total.total_tokens, total.cost_usd) if budget is not None else None
+        if why is None:
             return False
-        reason = None
-        if budget.max_tokens is not None and total.total_tokens > budget.max_tokens:
-            reason = f"over budget: {total.total_tokens} tokens used, budget max_tokens {budget.max_tokens}"
-        elif budget.max_usd is not None and total.cost_usd > budget.max_usd:
-            reason = f"over budget: ${total.cost_usd:.4f} spent, budget max_usd {budget.max_usd:g}"
-        if reason is None:
-            return False
-        self._fail(s, reason, stage_id)
+        self._fail(s, f"over budget: {why}", stage_id)
         return True
 
     # -- plumbing -----------------------------------------------------------------
