@@ -12,6 +12,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
 from .report import AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_status, stage_marks
 from .state import RunState
@@ -141,15 +142,14 @@ class StatusDisplay(_Display):
         if s.interview:
             iv = s.interview
             facts.append(("interview", f"round {iv.rounds}, ambiguity {iv.ambiguity:.2f} "
-                                       f"(threshold {iv.threshold:.2f}); topology: {', '.join(iv.topology) or '-'}"))
+                                       f"({_against_threshold(iv)}); topology: {', '.join(iv.topology) or '-'}"))
         if s.failure_reason:
             facts.append(("failure", s.failure_reason))
         return facts
 
     def text(self) -> str:
-        lines = [render_status(self.state, self.loop)]  # the CLI's `odin status`, word for word
-        if self.question:
-            lines += ["", self.question]
+        # the CLI's `odin status`, word for word, waiting question included
+        lines = [render_status(self.state, self.loop, question=self.question)]
         hint = _next_hint(self.state)
         if hint:
             lines += ["", hint]
@@ -171,6 +171,17 @@ class StatusDisplay(_Display):
             + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
             + "</div>"
         )
+
+
+def _against_threshold(iv) -> str:
+    """Ambiguity against the threshold, truthfully: below it, the interview still asks until the
+    round from which it may stop early (and the stop condition also needs criteria, no open blockers)."""
+    if iv.ambiguity > iv.threshold:
+        return f"threshold {iv.threshold:.2f}, not reached yet"
+    if iv.rounds < EARLY_EXIT_FROM_ROUND:
+        return (f"below threshold {iv.threshold:.2f}; the interview may stop from round "
+                f"{EARLY_EXIT_FROM_ROUND}")
+    return f"below threshold {iv.threshold:.2f}"
 
 
 def _next_hint(state: RunState) -> str:

@@ -298,6 +298,29 @@ def test_status_display_renders_html_and_text(ip, project):
     assert state.run_id in repr(runs) and state.run_id in runs._repr_html_()
 
 
+def test_status_tells_the_interview_below_threshold_from_one_that_may_stop(ip, project):
+    from odin_magic.state import InterviewSummary
+
+    odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+    state = ip.magics_manager.registry["OdinMagics"].runner().status()
+
+    def html_with(rounds, ambiguity):
+        iv = InterviewSummary(threshold=0.15, rounds=rounds, ambiguity=ambiguity, topology=["A"])
+        return StatusDisplay(state.model_copy(update={"interview": iv}))._repr_html_()
+
+    assert "not reached yet" in html_with(1, 0.6)
+    early = html_with(2, 0.1)  # below the threshold, but round 3 is still asked
+    assert "converged" not in early and "may stop from round 3" in early
+    assert "may stop" not in html_with(3, 0.1) and "below threshold 0.15" in html_with(3, 0.1)
+
+
+def test_status_text_shows_the_waiting_question_once(ip, project):
+    odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+    state = ip.magics_manager.registry["OdinMagics"].runner().status()
+    text = repr(StatusDisplay(state, question="Round 1 | What must divide(a, 0) do?"))
+    assert text.count("What must divide(a, 0) do?") == 1 and "waiting for your answer" in text
+
+
 def test_charts_are_pngs(ip, project):
     odin(ip, "run tiny --task t --dry --gates review:fail --wait")
     runner = ip.magics_manager.registry["OdinMagics"].runner()
