@@ -371,8 +371,11 @@ class OdinMagics(Magics):
 
             install_stream_router(self._stray_output_sink)
             display(view.widget)
-            for chart in charts:
-                chart.placeholder()
+            for chart in charts:  # drawn now from the run's state, re-drawn in place as it goes
+                if state is None:
+                    chart.placeholder("charts appear at the run's first gate decision")
+                else:
+                    chart.show(state)
         else:
             from .widgets import TextRunView
 

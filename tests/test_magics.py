@@ -321,6 +321,18 @@ def test_status_text_shows_the_waiting_question_once(ip, project):
     assert text.count("What must divide(a, 0) do?") == 1 and "waiting for your answer" in text
 
 
+def test_status_of_a_paused_run_draws_its_charts_at_once(ip, project):
+    odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+    odin(ip, "config widgets=True")
+    try:
+        with capture_output() as captured:
+            odin(ip, "status")  # a fresh view of a run that waits: no drive will fill a placeholder
+    finally:
+        odin(ip, "config widgets=False")
+    assert any("image/png" in o.data for o in captured.outputs)
+    assert not any("charts appear" in str(o.data.get("text/html", "")) for o in captured.outputs)
+
+
 def test_charts_are_pngs(ip, project):
     odin(ip, "run tiny --task t --dry --gates review:fail --wait")
     runner = ip.magics_manager.registry["OdinMagics"].runner()
