@@ -166,3 +166,23 @@ def test_status_shows_the_interview_convergence():
     assert "interview round 4, ambiguity 0.13 vs threshold 0.15 (converged)" in text
     assert "topology: Ingestion, Export" in text
     assert "🔄 interview  — looped 1×" in text and "— too vague" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["stauts"], "odin: error: unknown command 'stauts' (did you mean 'status'?); `odin --help` lists the commands"),
+        (["run", "demo", "--tsak", "x"], "odin run: error: unknown option --tsak (did you mean '--task'?)"),
+        (["run", "demo", "--tsak=x"], "odin run: error: unknown option --tsak (did you mean '--task'?)"),
+        (["status", "--jsno"], "odin status: error: unknown option --jsno (did you mean '--json'?)"),
+        (["approve", "yes"], "odin approve: error: unexpected argument(s): yes; `odin approve --help`"),
+    ],
+)
+def test_a_misspelt_command_or_option_is_named_with_a_suggestion(capsys, argv, expected):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert expected in err
+    assert err.startswith("usage: odin " + ("" if argv[0] == "stauts" else argv[0]))  # that command's own usage
+    assert "Traceback" not in err

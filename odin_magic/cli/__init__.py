@@ -9,7 +9,9 @@ takes the parsed arguments and returns the process exit code. Exit codes:
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 
 from .. import __version__
@@ -19,8 +21,35 @@ from ..errors import OdinError
 _COMMAND_MODULES = ("loops", "runs", "interview")
 
 
+def _did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class OdinParser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a misspelt command or option (Python 3.11 has none)."""
+
+    def error(self, message: str):
+        choice = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice and choice.group(1) == "COMMAND":
+            word, choices = choice.group(2), re.findall(r"'([^']*)'", choice.group(3))
+            message = (f"unknown command {word!r}{_did_you_mean(word, choices)}; "
+                       f"`{self.prog} --help` lists the commands")
+        super().error(message)
+
+    def reject_extras(self, extras: list[str]):
+        """Report arguments this (sub)command does not take, suggesting the option meant."""
+        options = [s for a in self._actions for s in a.option_strings]
+        first = extras[0]
+        if first.startswith("-"):
+            word = first.split("=", 1)[0]
+            self.error(f"unknown option {word}{_did_you_mean(word, options)}; "
+                       f"`{self.prog} --help` lists its options")
+        self.error(f"unexpected argument(s): {' '.join(extras)}; `{self.prog} --help` shows what it takes")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OdinParser(
         prog="odin",
         description="Run AI development-workflow loops defined as YAML data.",
     )
@@ -42,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # reported by the subcommand's own parser: its usage line, its options
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].reject_extras(extras)
     try:
         return int(args.handler(args) or 0)
     except OdinError as exc:
