@@ -152,6 +152,19 @@ def test_list_text(capsys, tmp_path):
     assert code == 0
     assert "spec-harness-tdd" in out and "7 stages" in out and "builtin" in out
     assert "broken" in out and "INVALID (2 error(s))" in out
+    assert "`odin validate broken` shows what to fix" in out
+
+
+def test_validate_takes_loop_names_as_list_shows_them(capsys, tmp_path):
+    _project_loop(tmp_path, "broken", "name: broken\nmax_iterations: 0\nstages: []\n")
+    code, out, _ = run(capsys, "validate", "bugfix", "broken", "--project", str(tmp_path))
+    assert code == 1
+    assert "loops/bugfix.yaml: loop 'bugfix' ok" in out
+    assert ".odin-loop/loops/broken.yaml:2:" in out and "max_iterations" in out
+    code, out, err = run(capsys, "validate", "--schedulable", "keep-green", "--project", str(tmp_path))
+    assert code == 0
+    code, out, err = run(capsys, "validate", "nosuch", "--project", str(tmp_path))
+    assert code == 2 and "no loop named 'nosuch'" in err and "bugfix" in err and out == ""
 
 
 def test_list_with_a_missing_project_exits_2(capsys, tmp_path):

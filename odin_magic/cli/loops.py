@@ -20,13 +20,14 @@ def register(subparsers) -> None:
         description="Check loop YAML files. Exit 0: all valid (warnings allowed); 1: a blocking error; "
         "2: a file is missing or unreadable.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="loop YAML file(s)")
+    p.add_argument("paths", nargs="+", metavar="LOOP", help="loop YAML file(s), or loop names (as `odin list` shows them)")
     p.add_argument(
         "--schedulable",
         action="store_true",
         help="also require a loop that never pauses for a person (every gate 'ai', no interview)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument("--project", default=".", metavar="DIR", help="project directory, to find loops by name (default: the current one)")
     p.set_defaults(handler=cmd_validate)
 
     p = subparsers.add_parser(
@@ -67,7 +68,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     # every file is read before anything is printed: a missing one (UsageError, exit 2) leaves no partial report
-    reports = [validate_file(path, schedulable=args.schedulable) for path in args.paths]
+    reports = [validate_file(_loop_path(arg, args), schedulable=args.schedulable) for arg in args.paths]
     if args.json:
         print(reports_to_json(reports))
     else:
@@ -128,6 +129,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{e.name:<{width}}  {stages:<9}  {source}  {status}{mark}")
         if e.description:
             print(f"{'':<{width}}  {e.description}")
+        if not e.valid:
+            print(f"{'':<{width}}  `odin validate {e.name}` shows what to fix")
     return 0
 
 
@@ -191,11 +194,15 @@ def render_loop(loop: Loop, source: str) -> str:
     return "\n".join(lines)
 
 
+def _loop_path(arg: str, args: argparse.Namespace) -> Path:
+    """A loop argument: a file path (anything with a ``/`` or a YAML suffix), else a loop name."""
+    if arg.endswith((".yaml", ".yml")) or "/" in arg or "\\" in arg:
+        return Path(arg)  # validate_file says when it is missing or not a file
+    return LoopCatalog(_project(args)).resolve(arg)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    if args.loop.endswith((".yaml", ".yml")) or "/" in args.loop:
-        path = Path(args.loop)  # validate_file says when it is missing or not a file
-    else:
-        path = LoopCatalog(_project(args)).resolve(args.loop)
+    path = _loop_path(args.loop, args)
     report: ValidationReport = validate_file(path)
     if not report.ok or report.loop is None:
         print(report.format())
