@@ -100,9 +100,12 @@ def render_runs(states: list[RunState]) -> str:
             s.task if len(s.task) <= 50 else s.task[:47] + "...",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join(
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5] for r in rows
-    ).rstrip()
+    table = "\n".join(
+        ("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5]).rstrip() for r in rows
+    )
+    if any(s.active for s in states):
+        table += "\n\n* the active run (a project has at most one)"
+    return table
 
 
 def format_event(event: EngineEvent) -> str | None:

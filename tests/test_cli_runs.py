@@ -68,6 +68,7 @@ def test_continue_revise_step_abandon_runs(capsys, demo):
     assert code == 0 and "spec approved" in out
     code, out, _ = odin(capsys, "runs", "--project", demo)
     assert "done" in out and "(dry)" in out
+    assert "* the active run" not in out  # the legend comes with an active run only
     code, out, _ = odin(capsys, "runs", "--json", "--project", demo)
     runs = json.loads(out)
     assert len(runs) == 1 and runs[0]["status"] == "done"
@@ -89,6 +90,8 @@ def test_refusals_and_usage_errors(capsys, demo):
     assert odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)[0] == 0
     code, _, err = odin(capsys, "run", "demo", "--task", "another", "--dry", "--project", demo)
     assert code == 1 and "is still awaiting_approval" in err and "odin abandon" in err
+    out = odin(capsys, "runs", "--project", demo)[1]
+    assert out.splitlines()[1].startswith("*  ") and out.splitlines()[-1] == "* the active run (a project has at most one)"
     assert "Traceback" not in err
     for command in (["approve"], ["simulate", "demo"], ["answer", "yes"], ["question"]):
         code, _, err = odin(capsys, *command, "--project", demo + "/missing")
@@ -186,3 +189,15 @@ def test_a_misspelt_command_or_option_is_named_with_a_suggestion(capsys, argv, e
     assert expected in err
     assert err.startswith("usage: odin " + ("" if argv[0] == "stauts" else argv[0]))  # that command's own usage
     assert "Traceback" not in err
+
+
+def test_a_real_run_without_an_api_key_says_what_to_set_and_starts_nothing(capsys, demo, monkeypatch, tmp_path):
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "ANTHROPIC_IDENTITY_TOKEN",
+                "ANTHROPIC_IDENTITY_TOKEN_FILE", "ANTHROPIC_CONFIG_DIR", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no SDK profile on disk either
+    code, out, err = odin(capsys, "run", "demo", "--task", "t", "--project", demo)
+    assert code == 1
+    assert "ANTHROPIC_API_KEY" in err and "ODIN_SCRIPT" in err and "Traceback" not in err
+    assert "▶" not in out  # no stage started
+    assert "no runs yet" in odin(capsys, "runs", "--project", demo)[1]
