@@ -179,6 +179,8 @@ def test_status_shows_the_interview_convergence():
         (["run", "demo", "--tsak=x"], "odin run: error: unknown option --tsak (did you mean '--task'?)"),
         (["status", "--jsno"], "odin status: error: unknown option --jsno (did you mean '--json'?)"),
         (["approve", "yes"], "odin approve: error: unexpected argument(s): yes; `odin approve --help`"),
+        (["--project", ".", "list"], "odin: error: --project goes after the command, e.g. `odin list --project ...`"),
+        (["--verison"], "odin: error: unknown option --verison (did you mean '--version'?)"),
     ],
 )
 def test_a_misspelt_command_or_option_is_named_with_a_suggestion(capsys, argv, expected):
@@ -187,7 +189,8 @@ def test_a_misspelt_command_or_option_is_named_with_a_suggestion(capsys, argv, e
     err = capsys.readouterr().err
     assert info.value.code == 2
     assert expected in err
-    assert err.startswith("usage: odin " + ("" if argv[0] == "stauts" else argv[0]))  # that command's own usage
+    top = argv[0] == "stauts" or argv[0].startswith("-")
+    assert err.startswith("usage: odin " + ("" if top else argv[0]))  # that command's own usage
     assert "Traceback" not in err
 
 

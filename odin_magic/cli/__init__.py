@@ -69,8 +69,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reject_leading_option(parser: OdinParser, argv: list[str]) -> None:
+    """``odin --project . list``: a subcommand's option written before the command."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ("-h", "--help", "--version"):
+        return
+    option = argv[0].split("=", 1)[0]
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    takes = [name for name, p in sub.choices.items() if option in {s for a in p._actions for s in a.option_strings}]
+    if takes:
+        command = next((word for word in argv if word in takes), takes[0])  # the command the user wrote, if any
+        parser.error(f"{option} goes after the command, e.g. `odin {command} {option} ...`")
+    parser.error(f"unknown option {option}{_did_you_mean(option, ['--help', '--version'])}; "
+                 "`odin --help` lists the commands")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _reject_leading_option(parser, argv)
     args, extras = parser.parse_known_args(argv)
     if extras:  # reported by the subcommand's own parser: its usage line, its options
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
