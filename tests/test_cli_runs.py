@@ -204,3 +204,12 @@ def test_a_real_run_without_an_api_key_says_what_to_set_and_starts_nothing(capsy
     assert "ANTHROPIC_API_KEY" in err and "ODIN_SCRIPT" in err and "Traceback" not in err
     assert "▶" not in out  # no stage started
     assert "no runs yet" in odin(capsys, "runs", "--project", demo)[1]
+
+
+def test_help_shows_a_session_and_what_a_real_run_needs(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0
+    assert 'odin run spec-harness-tdd --task "..."' in out
+    assert "ANTHROPIC_API_KEY" in out and "ODIN_SCRIPT" in out and "--dry" in out

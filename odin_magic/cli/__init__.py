@@ -48,10 +48,28 @@ class OdinParser(argparse.ArgumentParser):
         self.error(f"unexpected argument(s): {' '.join(extras)}; `{self.prog} --help` shows what it takes")
 
 
+_EPILOG = """\
+a session:
+  odin list                                  the loops you can run
+  odin show spec-harness-tdd                 its stages, gates and loopbacks
+  odin run spec-harness-tdd --task "..."     drives until a gate asks for you
+  odin status                                where the run is
+  odin answer TEXT | odin approve | odin revise TEXT
+
+'odin COMMAND --help' shows a command's options; --project DIR (default: the
+current directory) picks the project.
+A real run needs ANTHROPIC_API_KEY; ODIN_SCRIPT=FILE.yaml runs offline (scripted
+model), and 'odin run LOOP --task ... --dry' runs with placeholder artifacts.
+Exit codes: 0 ok, 1 refused / failed / invalid loop, 2 usage error.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OdinParser(
         prog="odin",
         description="Run AI development-workflow loops defined as YAML data.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"odin-magic {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -16,8 +16,8 @@ from ..validation import ValidationReport, reports_to_json, validate_file
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "validate",
-        help="check loop YAML files",
-        description="Check loop YAML files. Exit 0: all valid (warnings allowed); 1: a blocking error; "
+        help="check loop files (or loops by name) and point at each problem",
+        description="Check loop YAML files, or loops by name as `odin list` shows them. Exit 0: all valid (warnings allowed); 1: a blocking error; "
         "2: a file is missing or unreadable.",
     )
     p.add_argument("paths", nargs="+", metavar="LOOP", help="loop YAML file(s), or loop names (as `odin list` shows them)")
@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "list",
-        help="list the loops a name can resolve to",
+        help="list the loops you can run: the project's and the built-in ones",
         description="List the project's loops (.odin-loop/loops/) and the built-in loops.",
     )
     p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: the current one)")

@@ -132,10 +132,14 @@ def add_project(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="start a run of LOOP, or continue the active run (approving a pause)")
+    p = sub.add_parser(
+        "run", help="start a run of LOOP, or continue the active run (approving a pause)",
+        description='Start a run: odin run LOOP --task "...". Continue the active run: odin run (at a pause this '
+        "approves it, like odin approve). A run drives until a gate asks for you, it ends, or it fails.",
+    )
     p.add_argument("loop", nargs="?", metavar="LOOP", help="loop to start (omit to continue the active run)")
     p.add_argument("--task", help="one line: what you are building (needed to start a run)")
-    p.add_argument("--dry", action="store_true", help="use the dry worker: placeholder artifacts, scripted gates")
+    p.add_argument("--dry", action="store_true", help="use the dry worker: no model; placeholder artifacts (project-tree ones land in your project), scripted gates")
     p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail")
     p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
