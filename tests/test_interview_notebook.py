@@ -1,4 +1,5 @@
-"""The interview notebook runs headlessly, its answers in `%odin answer` cells; the panel answers in a kernel."""
+"""The interview notebook runs headlessly, its answers in `%odin answer` cells, and resumes after a kernel restart
+(answering through the question panel: tests/test_notebook_kernel.py)."""
 
 from __future__ import annotations
 
@@ -64,43 +65,6 @@ stages:
     produces: [spec.md, interview-log.md]
     gate: {mode: ai+human, check: the stop condition holds}
 """
-
-
-def test_answering_through_the_question_panel_in_a_kernel(tmp_path, monkeypatch):
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
-        monkeypatch.delenv(var, raising=False)
-    shutil.copy(NOTEBOOKS / "interview.script.yaml", tmp_path / "interview.script.yaml")
-    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
-    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_LOOP)
-    k = Kernel(tmp_path)
-    try:
-        k.execute("%load_ext odin_magic")
-        k.execute('%config OdinMagics.script = "interview.script.yaml"')
-        k.execute('%odin run talk --task "review bank CSV imports" --wait')
-        # the live view's question panel: set the answer box, click Send
-        k.execute(
-            "from pathlib import Path\n"
-            "from odin_magic.interview.runner import interview_state\n"
-            "from odin_magic.interview.widget import QuestionPanel\n"
-            "runner = get_ipython().magics_manager.registry['OdinMagics'].runner()\n"
-            "run_dir = next(Path('.odin-loop/runs').iterdir())\n"
-            "p = runner.view.answer_panel\n"
-            "assert isinstance(p, QuestionPanel), p\n"
-            "p.answer_box.value = 'defer Notifications; confirm'\n"
-            "p.send_button.click()"
-        )
-        k.execute("%odin wait")
-        # round 1 offers options: click the first one
-        k.execute("p = runner.view.answer_panel\n"
-                  "assert p.question.round == 1, p.question\n"
-                  "p.option_buttons[0].click()")
-        k.execute("%odin wait")
-        out = k.execute("st = interview_state(run_dir)\n"
-                        "print(st.pending.round, [c.name for c in st.active], st.rounds[0].answered_by)")
-    finally:
-        k.shutdown()
-    assert "2 ['Ingestion', 'Review UI', 'Export'] option" in "".join(
-        m["content"].get("text", "") for m in out if m["msg_type"] == "stream")
 
 
 def test_an_interview_resumes_at_its_round_after_a_kernel_restart(tmp_path, monkeypatch):

@@ -203,3 +203,9 @@ _p2.option_buttons[0].click()
     state = state_json(tmp_path)
     assert state["status"] == "awaiting_answer" and state["interview"]["rounds"] == 1
     assert "awaiting your answer" in status and "Round 2" in status  # the waiting question, as text
+    # what the panel sent reached the interview: the typed topology edit, then the clicked option
+    from odin_magic.interview.runner import interview_state
+
+    iv = interview_state(next((tmp_path / ".odin-loop" / "runs").iterdir()))
+    assert [c.name for c in iv.active] == ["Ingestion", "Review UI", "Export"]  # Notifications deferred
+    assert iv.pending.round == 2 and iv.rounds[0].answered_by == "option"
