@@ -46,13 +46,14 @@ DEFAULT_LOOP = "spec-harness-tdd"
 ENGINE_SETUP: list[Callable[[Any, "OdinMagics"], None]] = []
 
 
-class OdinUsageError(UsageError):
-    """An OdinError shown the IPython way: one line, no traceback."""
+def usage_error(exc: OdinError) -> UsageError:
+    """An OdinError shown the IPython way: one line, no traceback.
 
-    @classmethod
-    def of(cls, exc: OdinError) -> "OdinUsageError":
-        text = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-        return cls(" ".join(text.split("\n")))
+    A plain UsageError, never a subclass: IPython prints the one line only when
+    ``type(error) is UsageError`` and shows a full traceback for anything else.
+    """
+    text = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
+    return UsageError(" ".join(text.split("\n")))
 
 
 # -- the argument parser -----------------------------------------------------------------
@@ -217,7 +218,7 @@ class OdinMagics(Magics):
                 return self._cell(line, cell)
             return self._line(line)
         except OdinError as exc:
-            raise OdinUsageError.of(exc) from None
+            raise usage_error(exc) from None
 
     def _line(self, line: str):
         argv = _split(line)
@@ -324,12 +325,14 @@ class OdinMagics(Magics):
 
     def _wait(self, runner: NotebookRunner, timeout: float | None):
         timeout = timeout if timeout is not None else self.wait_timeout
+        if not runner.drive.busy and runner.drive.outcome is None:
+            return self._cmd_status(argparse.Namespace(run=None))  # nothing was driven here: where the run is
         outcome = runner.wait(timeout)
         if outcome is None:
             raise UsageError(f"still driving after {timeout:g} s; %odin wait again, or %odin stop")
         if not outcome.ok:
             if isinstance(outcome.error, OdinError):
-                raise OdinUsageError.of(outcome.error)
+                raise usage_error(outcome.error)
             raise outcome.error
         state = outcome.result
         if state is None:

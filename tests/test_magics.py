@@ -333,6 +333,24 @@ def test_status_of_a_paused_run_draws_its_charts_at_once(ip, project):
     assert not any("charts appear" in str(o.data.get("text/html", "")) for o in captured.outputs)
 
 
+def test_mistakes_in_a_cell_are_one_line_never_a_traceback(ip, project):
+    for line in ("%odin approve", "%odin run nosuch --task x", "%odin show nosuch", "%odin bogus"):
+        with capture_output() as captured:
+            ip.run_cell(line)
+        shown = captured.stdout + captured.stderr
+        assert shown.startswith("UsageError: ") and "Traceback" not in shown, (line, shown)
+        assert len(shown.strip().splitlines()) == 1, (line, shown)
+
+
+def test_wait_with_nothing_driven_shows_where_the_run_is(ip, project):
+    with capture_output() as captured:
+        ip.run_cell("%odin wait")
+    assert "No run in" in captured.stdout and not captured.stderr
+    odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+    ip.magics_manager.registry["OdinMagics"]._runners.clear()  # as after a kernel restart
+    assert "awaiting_approval" in repr(odin(ip, "wait"))
+
+
 def test_charts_are_pngs(ip, project):
     odin(ip, "run tiny --task t --dry --gates review:fail --wait")
     runner = ip.magics_manager.registry["OdinMagics"].runner()
