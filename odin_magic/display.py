@@ -276,6 +276,9 @@ class LoopListDisplay(_Display):
 # -- runs --------------------------------------------------------------------------------
 
 
+_NO_RUNS = 'No runs yet. Start one with %odin run LOOP --task "..." (%odin list shows the loops).'
+
+
 class RunsDisplay(_Display):
     """``%odin runs``: every run in the project, newest first."""
 
@@ -290,11 +293,13 @@ class RunsDisplay(_Display):
                 f"{total.total_tokens:,}", _money(total.cost_usd), _short(s.task, 60)]
 
     def text(self) -> str:
+        if not self.states:
+            return _NO_RUNS
         return render_runs(self.states)  # the CLI's `odin runs`
 
     def html(self) -> str:
         if not self.states:
-            return "<p>No runs yet.</p>"
+            return f"<p>{_e(_NO_RUNS)}</p>"
         return _table(self.headers, [[_e(c) for c in self._cells(s)] for s in self.states])
 
 
