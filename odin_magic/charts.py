@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.ticker import MaxNLocator
 
 from .loop import Loop
 from .state import RunState
@@ -114,18 +115,21 @@ def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure
     ax1.set_title(f"loopbacks {state.total_iterations}/{state.max_iterations}", fontsize=9)
     _stage_axis(ax1, ids)
     ax1.legend(fontsize=7)
-    ax1.yaxis.get_major_locator().set_params(integer=True)
+    counts = [state.iterations.get(s, 0) for s in ids] + list(fails.values())
+    ax1.set_ylim(0, max(counts + [1]) + 0.5)  # counts: from 0, whole numbers (no -0.04 axis when none yet)
+    ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
     tokens = [state.usage.by_stage.get(s).total_tokens if s in state.usage.by_stage else 0 for s in ids]
     cost = [state.usage.by_stage[s].cost_usd if s in state.usage.by_stage else 0.0 for s in ids]
     ax2.bar(list(x), tokens, 0.6, color="#4a7fc1")
     ax2.set_ylabel("tokens", fontsize=8)
-    ax2b = ax2.twinx()
-    ax2b.plot(list(x), cost, "o-", color="#2a2", label="cost (USD)")
-    ax2b.set_ylabel("USD", fontsize=8)
-    ax2b.tick_params(axis="y", labelsize=7)
+    if any(cost):  # no cost line (and axis) for a free model: a flat line at 0 on a -0.04..0.04 axis says nothing
+        ax2b = ax2.twinx()
+        ax2b.plot(list(x), cost, "o-", color="#2a2", label="cost (USD)")
+        ax2b.set_ylabel("USD", fontsize=8)
+        ax2b.set_ylim(0, max(cost) * 1.15)
+        ax2b.tick_params(axis="y", labelsize=7)
     if not any(tokens):
         ax2.set_ylim(0, 1)
-        ax2b.set_ylim(0, 1)
     ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost ${state.usage.total.cost_usd:.4f}", fontsize=9)
     _stage_axis(ax2, ids)
     fig.tight_layout()
@@ -164,6 +168,10 @@ def interview_convergence(rounds: Sequence[InterviewRound], threshold: float) ->
     ax.set_title("interview convergence", fontsize=9)
     if xs:
         ax.set_xticks(xs)
+    else:  # no round scored yet: rounds 1.. on the axis, not matplotlib's -0.04..0.04
+        ax.set_xlim(0.5, 3.5)
+        ax.set_xticks([1, 2, 3])
+        ax.text(2, 0.55, "no round scored yet", ha="center", va="center", fontsize=8, color="#777")
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

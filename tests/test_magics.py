@@ -358,6 +358,11 @@ def test_charts_are_pngs(ip, project):
     state = runner.status()
     loop = runner.engine.loop_for(state.run_id)
     assert png_bytes(run_chart(state, loop.stage_ids())).startswith(PNG)
+    counts, usage = run_chart(state, loop.stage_ids()).axes
+    assert counts.get_ylim()[0] == 0 and usage.get_ylim()[0] == 0  # no -0.04..0.04 axes before any data
+    assert all(float(t).is_integer() for t in counts.get_yticks())  # loopbacks are counted
+    empty = interview_convergence([], 0.15).axes[0]
+    assert empty.get_xlim() == (0.5, 3.5) and list(empty.get_xticks()) == [1, 2, 3]
     assert png_bytes(loop_diagram(loop)).startswith(PNG)
     rounds = [InterviewRound(1, 0.8), InterviewRound(2, 0.5), InterviewRound(3, 0.3, "contrarian"),
               InterviewRound(4, 0.12)]
