@@ -33,6 +33,7 @@ def test_buttons_and_the_answer_box_answer_the_interview(tmp_path):
     s = session(tmp_path)
     panel = QuestionPanel(s.start(), s.answer, state=s.state)
     assert [b.description for b in panel.buttons] == ["Send answer", "Confirm topology"]
+    assert all(b.layout.width == "auto" for b in panel.buttons)  # a fixed width cut "Confirm topolo…"
     # a bad edit typed in the box: the error is shown and the panel stays usable
     panel.answer_box.value = "defer Reporting"
     panel.send_button.click()

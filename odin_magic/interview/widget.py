@@ -42,26 +42,29 @@ class QuestionPanel:
                  state: InterviewState | None = None):
         import ipywidgets as w
 
+        def button(**kw):  # as wide as its label: the default fixed width cuts "Confirm topology" and options
+            return w.Button(layout=w.Layout(width="auto", max_width="100%"), **kw)
+
         self.question = question
         self._send_fn = send
         self.answer_box = w.Textarea(placeholder="your answer", layout=w.Layout(width="100%", height="60px"))
-        self.send_button = w.Button(description="Send answer", button_style="primary", icon="paper-plane")
+        self.send_button = button(description="Send answer", button_style="primary", icon="paper-plane")
         self.send_button.on_click(lambda _b: self._send(self.answer_box.value))
         self.option_buttons: list = []
         for i, option in enumerate(question.options, 1):
-            b = w.Button(description=f"{i}) {option.answer}"[:60], tooltip=option.why or option.answer,
-                         layout=w.Layout(width="auto"))
+            # the whole answer on the button, as wide as its label (the default fixed width cuts it)
+            b = button(description=f"{i}) {option.answer}", tooltip=option.why or option.answer)
             b.on_click(lambda _b, k=i: self._send(str(k)))
             self.option_buttons.append(b)
-        self.decide_button = w.Button(description="You decide", icon="magic")
+        self.decide_button = button(description="You decide", icon="magic")
         self.decide_button.on_click(lambda _b: self._send("you decide"))
-        self.skip_button = w.Button(description="Skip", icon="forward")
+        self.skip_button = button(description="Skip", icon="forward")
         self.skip_button.on_click(lambda _b: self._send("skip"))
-        self.confirm_button = w.Button(description="Confirm topology", button_style="success", icon="check")
+        self.confirm_button = button(description="Confirm topology", button_style="success", icon="check")
         self.confirm_button.on_click(lambda _b: self._send("confirm"))
-        self.accept_button = w.Button(description="Accept", button_style="success")
+        self.accept_button = button(description="Accept", button_style="success")
         self.accept_button.on_click(lambda _b: self._send("yes"))
-        self.reject_button = w.Button(description="Reject", button_style="warning")
+        self.reject_button = button(description="Reject", button_style="warning")
         self.reject_button.on_click(lambda _b: self._send("no"))
         self.message = w.HTML()
 
