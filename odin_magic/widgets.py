@@ -280,6 +280,7 @@ class RunView:
                 self.answer_panel = panel
                 self.approval = None
                 self.approval_box.children = (panel.widget,)
+                self.status_line.value = ""  # not "working on …": the run waits for the answer
             elif self.approval is not None or self.answer_panel is not None:
                 self.approval_box.children = ()
                 self.approval = None

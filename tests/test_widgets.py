@@ -7,6 +7,7 @@ from pathlib import Path
 
 from nbtools import write_tiny_loop
 from odin_magic.engine import Engine
+from odin_magic.events import EngineEvent
 from odin_magic.state import DryOptions
 from odin_magic.widgets import RunView, TextRunView
 
@@ -117,3 +118,11 @@ def test_a_view_opened_later_reads_the_verdicts_from_the_evidence(tmp_path):
                                                             ("review", True)]
     assert "scripted failure" in later.verdicts[1].reasons[0]
     assert later.approval is not None and later.approval.stage == "review"
+
+
+def test_a_run_waiting_for_an_answer_no_longer_says_it_is_working(tmp_path):
+    engine, view, actions, state = drive(tmp_path, [])
+    view.handle_event(EngineEvent("stage_started", state.run_id, "write"))
+    assert "working on" in view.status_line.value
+    view.show_state(state.model_copy(update={"status": "awaiting_answer"}))
+    assert "working on" not in view.status_line.value and view.answer_panel is not None
