@@ -59,7 +59,7 @@ def loop_diagram(loop: Loop) -> Figure:
         if stage.interview is not None:
             role += " · deep interview"
         ax.text(i, -0.17, role, ha="center", va="center", fontsize=7, color="#333")
-        gate = "gate: " + mode + (" +cmd" if stage.gate.run else "")
+        gate = "gate: " + mode + (" + command" if stage.gate.run else "")
         ax.text(i, 0.5, gate, ha="center", va="bottom", fontsize=7, color="#555")
         if i + 1 < n:
             ax.add_patch(FancyArrowPatch((i + 0.44, 0), (i + 0.56, 0), arrowstyle="-|>", mutation_scale=10,
@@ -76,7 +76,8 @@ def loop_diagram(loop: Loop) -> Figure:
                                      arrowstyle="-|>", mutation_scale=9, color="#c33", linestyle="--"))
         depth = -rad * abs(src - dst) / 2
         ax.text((src + dst) / 2, -0.38 - depth - 0.08, f"on_fail {stage_by_index[src]}→{stage_by_index[dst]}",
-                ha="center", va="top", fontsize=6.5, color="#c33")
+                ha="center", va="top", fontsize=6.5, color="#c33", zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # readable where arrows cross
     title = loop.name + (f" — {loop.description}" if loop.description else "")
     ax.set_title(_clip(title, 110) + f"   (max_iterations {loop.max_iterations})", fontsize=9)
     ax.text(-0.55, bottom + 0.02, "blue: ai gate   orange: ai+human gate (pauses)   red dashed: on_fail loopback",

@@ -364,6 +364,8 @@ def test_charts_are_pngs(ip, project):
     empty = interview_convergence([], 0.15).axes[0]
     assert empty.get_xlim() == (0.5, 3.5) and list(empty.get_xticks()) == [1, 2, 3]
     assert png_bytes(loop_diagram(loop)).startswith(PNG)
+    labels = [t for t in loop_diagram(loop).axes[0].texts if t.get_text().startswith("on_fail")]
+    assert labels and all(t.get_bbox_patch() is not None for t in labels)  # readable where arrows cross
     rounds = [InterviewRound(1, 0.8), InterviewRound(2, 0.5), InterviewRound(3, 0.3, "contrarian"),
               InterviewRound(4, 0.12)]
     assert png_bytes(interview_convergence(rounds, 0.15)).startswith(PNG)
