@@ -91,11 +91,13 @@ def require_status(state: RunState, action: str) -> None:
     if state.status == _NEEDS_STATUS[action]:
         return
     where = f"run {state.run_id} is {state.status}"
+    asking = "the interview waits for an answer: `answer TEXT` (`question` shows it)"
     if action == "approve":
-        raise RunRefused(f"{where}, not waiting for approval", hint="`run` continues it; `status` shows where it is")
+        raise RunRefused(f"{where}, not waiting for approval",
+                         hint=asking if state.status == "awaiting_answer" else "`run` continues it; `status` shows where it is")
     if action == "revise":
         raise RunRefused(f"{where}, not paused for review: revise applies to a stage awaiting approval",
-                         hint="`step STAGE` re-runs any stage")
+                         hint=asking if state.status == "awaiting_answer" else "`step STAGE` re-runs any stage")
     raise RunRefused(f"no interview question is waiting ({where})",
                      hint="answers are for a deep-interview stage's questions; `status` shows the run")
 
@@ -113,7 +115,8 @@ def one_run_at_a_time(active: RunState) -> RunRefused:
     """The refusal to start a run while ``active`` is still active."""
     return RunRefused(
         f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
-        hint="finish it with `odin run` (or `odin approve` at a pause), or give it up with `odin abandon`",
+        hint=("answer its question with `odin answer TEXT`" if active.status == "awaiting_answer"
+              else "finish it with `odin run` (or `odin approve` at a pause)") + ", or give it up with `odin abandon`",
     )
 
 

@@ -223,3 +223,11 @@ def test_the_run_times_out_while_an_interview_question_waits(engine, project):
     state = engine.answer("CSV from two banks")
     assert state.status == "failed" and state.failure_reason.startswith("timed out")
     assert state.interview.rounds == 0  # the answer was not taken
+
+
+def test_refusals_at_a_waiting_question_point_to_answer(engine, project):
+    assert engine.start("talk", "csv review").status == "awaiting_answer"
+    for action in (engine.approve, lambda: engine.revise("shorter"), lambda: engine.start("talk", "again")):
+        with pytest.raises(RunRefused) as refused:
+            action()
+        assert "answer" in refused.value.hint, refused.value
