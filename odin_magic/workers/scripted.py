@@ -305,6 +305,9 @@ def load_script(path: Path) -> Script:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"scripted model (ODIN_SCRIPT): no file {path}",
+                          hint="give the script's absolute path, or one relative to the project") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"scripted model: cannot read {path}: {exc}", hint="check ODIN_SCRIPT") from None
     hint = "see docs/scripted-model.md for the script format"
