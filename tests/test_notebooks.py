@@ -53,7 +53,7 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
     assert len(answer_cells) == 4
     assert "Round 1 | Component: Arithmetic" in answer_cells[0]  # confirming round 0 brings round 1
     assert "What must divide(a, 0) do?" in answer_cells[1]
-    assert "awaiting_approval" in answer_cells[-1] and "converged" in answer_cells[-1]
+    assert "awaiting_approval" in answer_cells[-1] and "ambiguity 0.10 vs threshold 0.15" in answer_cells[-1]
     assert any("## Convergence" in t for t in texts)  # the spec the interview wrote, printed
     assert any("✅ done" in t for t in texts)
     assert any("divide(1, 0) raises ValueError" in t for t in texts)
