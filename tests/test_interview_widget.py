@@ -45,6 +45,7 @@ def test_buttons_and_the_answer_box_answer_the_interview(tmp_path):
     assert [b.description for b in panel.buttons] == [
         "Send answer", "1) the csv module", "2) pandas", "You decide", "Skip"]
     assert panel.chart is None  # no round answered yet
+    assert all("odin-option" in b._dom_classes for b in panel.option_buttons)  # long answers wrap, not cut
     panel.option_buttons[1].click()
     assert s.state.rounds[0].answer == "pandas" and s.pending.round == 2
 

@@ -37,6 +37,11 @@ def convergence_png(state: InterviewState) -> bytes:
     return png_bytes(convergence_figure(state))
 
 
+# A button keeps its label on one line and cuts it with "…": an option's answer wraps instead.
+_OPTION_STYLE = ("<style>.odin-option.jupyter-button{white-space:normal;height:auto;min-height:28px;"
+                 "text-align:left;line-height:1.3;padding:3px 8px}</style>")
+
+
 class QuestionPanel:
     def __init__(self, question: PendingQuestion, send: Send, stage: str = "interview",
                  state: InterviewState | None = None):
@@ -54,6 +59,7 @@ class QuestionPanel:
         for i, option in enumerate(question.options, 1):
             # the whole answer on the button, as wide as its label (the default fixed width cuts it)
             b = button(description=f"{i}) {option.answer}", tooltip=option.why or option.answer)
+            b.add_class("odin-option")  # wraps a long answer (_OPTION_STYLE) instead of cutting it
             b.on_click(lambda _b, k=i: self._send(str(k)))
             self.option_buttons.append(b)
         self.decide_button = button(description="You decide", icon="magic")
@@ -83,14 +89,15 @@ class QuestionPanel:
         header = html.escape(question.header())
         body = html.escape(question.text)
         panel = w.VBox([
-            w.HTML(f"<div style='font-size:90%;color:#555'>{html.escape(stage)} · {header}</div>"
+            w.HTML(_OPTION_STYLE + f"<div style='font-size:90%;color:#555'>{html.escape(stage)} · {header}</div>"
                    f"<div style='white-space:pre-wrap;margin:4px 0'><b>{body}</b></div>"),
             w.HBox(quick, layout=w.Layout(flex_flow="row wrap")) if quick else w.HTML(),
             self.answer_box, self.send_button, self.message,
-        ], layout=w.Layout(width="60%"))
+        ], layout=w.Layout(width="100%"))
         children = [panel]
         self.chart = None
         if state is not None and state.rounds:
+            panel.layout.width = "60%"  # the convergence chart beside it
             self.chart = w.Image(value=convergence_png(state), format="png", layout=w.Layout(width="40%"))
             children.append(self.chart)
         self.widget = w.HBox(children, layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
