@@ -141,7 +141,8 @@ class StatusDisplay(_Display):
             facts.append(("usage", f"{total.total_tokens:,} tokens, {_money(total.cost_usd)}"))
         if s.interview:
             iv = s.interview
-            facts.append(("interview", f"round {iv.rounds}, ambiguity {iv.ambiguity:.2f} "
+            scored = f"after round {iv.rounds}" if iv.rounds else "no round scored yet"  # the next one is asked
+            facts.append(("interview", f"{scored}: ambiguity {iv.ambiguity:.2f} "
                                        f"({_against_threshold(iv)}); topology: {', '.join(iv.topology) or '-'}"))
         if s.failure_reason:
             facts.append(("failure", s.failure_reason))

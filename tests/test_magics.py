@@ -309,7 +309,8 @@ def test_status_tells_the_interview_below_threshold_from_one_that_may_stop(ip, p
         iv = InterviewSummary(threshold=0.15, rounds=rounds, ambiguity=ambiguity, topology=["A"])
         return StatusDisplay(state.model_copy(update={"interview": iv}))._repr_html_()
 
-    assert "not reached yet" in html_with(1, 0.6)
+    assert "no round scored yet" in html_with(0, 1.0)
+    assert "after round 1: ambiguity 0.60" in html_with(1, 0.6) and "not reached yet" in html_with(1, 0.6)
     early = html_with(2, 0.1)  # below the threshold, but round 3 is still asked
     assert "converged" not in early and "may stop from round 3" in early
     assert "may stop" not in html_with(3, 0.1) and "below threshold 0.15" in html_with(3, 0.1)
