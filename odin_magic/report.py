@@ -10,6 +10,7 @@ needs the run dir).
 from __future__ import annotations
 
 from .events import EngineEvent
+from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
 from .state import RunState
 
@@ -62,9 +63,14 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
         lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
     if state.interview is not None:
         iv = state.interview
-        converged = "converged" if iv.ambiguity <= iv.threshold else "not yet"
+        if iv.ambiguity > iv.threshold:
+            against = "not yet"
+        elif iv.rounds < EARLY_EXIT_FROM_ROUND:
+            against = f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}"
+        else:
+            against = "below threshold"
         lines.append(
-            f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({converged})"
+            f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({against})"
         )
         if iv.topology:
             lines.append("         topology: " + ", ".join(iv.topology))

@@ -166,7 +166,9 @@ def test_status_shows_the_interview_convergence():
         iterations={"interview": 1}, total_iterations=1,
     )
     text = render_status(state)
-    assert "interview round 4, ambiguity 0.13 vs threshold 0.15 (converged)" in text
+    assert "interview round 4, ambiguity 0.13 vs threshold 0.15 (below threshold)" in text
+    early = state.model_copy(update={"interview": state.interview.model_copy(update={"rounds": 2})})
+    assert "(below threshold; the interview may stop from round 3)" in render_status(early)
     assert "topology: Ingestion, Export" in text
     assert "🔄 interview  — looped 1×" in text and "— too vague" in text
 
