@@ -62,10 +62,15 @@ def _tail(f) -> str:
     return text[-TAIL_CHARS:]
 
 
+#: Set by ipykernel; inherited, they make pytest and friends write colour codes
+#: into the evidence, the history's failure reasons and the status text.
+_FORCED_COLOUR = ("FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR")
+
+
 def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
     """The environment of gate commands (and of the worker's bash tool): the process's own,
     less every ``ANTHROPIC_*`` variable, so that no command can print, record or spend the key."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in _FORCED_COLOUR}
     env.update(
         ODIN_PROJECT_DIR=str(project_dir),
         ODIN_RUN_DIR=str(run_dir),

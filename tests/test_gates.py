@@ -137,6 +137,14 @@ def test_commands_never_see_the_api_key(dirs, monkeypatch):
     assert "sk-ant-secret-for-test" not in "".join(p.read_text() for p in run_dir.rglob("*") if p.is_file())
 
 
+def test_commands_do_not_inherit_forced_colour(dirs, monkeypatch):
+    for var in ("FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR"):  # what ipykernel sets
+        monkeypatch.setenv(var, "1")
+    outcome = evaluate(make_stage(run=["env"]), dirs, RecordingJudge())
+    assert not any(line.split("=")[0] in ("FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR")
+                   for line in outcome.commands[0].stdout_tail.splitlines())
+
+
 def test_only_the_tail_of_long_output_is_kept(dirs):
     project, _ = dirs
     ev = gates.run_command(GateCommand(cmd="seq 1 100000"), project, dict(os.environ))
