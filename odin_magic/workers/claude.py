@@ -88,9 +88,10 @@ def require_credentials(settings: Settings) -> None:
 class _ReapedChildFilter(logging.Filter):
     """Drop asyncio's "Unknown child process pid" warning.
 
-    It is logged when a finished bash shell was already reaped by the
-    ``subprocess`` module (a gate command's Popen cleans up finished children)
-    before asyncio's watcher thread got to it: harmless, and noise in a live view.
+    The SDK's ``BashSession.close()`` closes bash's stdin (so bash exits) and
+    then calls ``kill()``; ``Popen.send_signal`` polls first and reaps the
+    exited shell before asyncio's child-watcher thread can, so the watcher logs
+    this warning. Harmless, noise in a live view, and the order is the SDK's.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
