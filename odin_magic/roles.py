@@ -33,7 +33,6 @@ from typing import Literal
 from .errors import ConfigError
 from .loop import ROLES, ResolvedAgent
 
-ToolName = Literal["bash", "read", "write", "edit", "glob", "grep"]
 ALL_TOOLS: tuple[str, ...] = ("bash", "read", "write", "edit", "glob", "grep")
 WRITE_TOOLS = frozenset({"write", "edit"})
 #: The critic's known-bad implementations, in the run dir; the harness's tests stay out of its reach.
