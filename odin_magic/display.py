@@ -78,28 +78,11 @@ class ChecklistRow:
     note: str = ""
 
 
-def stage_checklist(state: RunState, stage_ids: Sequence[str] | None = None) -> list[ChecklistRow]:
-    """One row per stage, in loop order: ✅ passed, 🔄 looped, ⏸ awaiting, ⬜ not started.
-
-    The marks are :func:`odin_magic.report.stage_marks` (the CLI's), so that a
-    notebook and a terminal agree; ``stage_ids`` gives the loop's order.
-    """
-    rows = [ChecklistRow(sid, mark, note) for mark, sid, note in stage_marks(state)]
-    if stage_ids is None:
-        if state.current_stage not in [r.stage for r in rows]:
-            rows += [ChecklistRow(m[1], m[0], m[2]) for m in stage_marks(state) if m[1] == state.current_stage]
-        return rows
-    by_id = {r.stage: r for r in rows}
-    out = []
-    for sid in stage_ids:
-        row = by_id.get(sid)
-        if row is None:  # not in the history yet: the report's rules for a fresh stage
-            waiting = state.status in ("awaiting_approval", "awaiting_answer") and sid == state.current_stage
-            note = ("awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer") \
-                if waiting else ("next" if state.active and sid == state.current_stage else "")
-            row = ChecklistRow(sid, AWAITING if waiting else NOT_STARTED, note)
-        out.append(row)
-    return out
+def stage_checklist(state: RunState, loop: Loop | None = None) -> list[ChecklistRow]:
+    """One row per stage, in loop order (history order without the loop): ✅ passed, 🔄 looped,
+    ⏸ awaiting, ⬜ not started. The marks are :func:`odin_magic.report.stage_marks` (the CLI's),
+    so that a notebook and a terminal agree."""
+    return [ChecklistRow(sid, mark, note) for mark, sid, note in stage_marks(state, loop)]
 
 
 def _join(*parts: str) -> str:
@@ -123,7 +106,7 @@ class StatusDisplay(_Display):
 
     @property
     def rows(self) -> list[ChecklistRow]:
-        return stage_checklist(self.state, self.loop.stage_ids() if self.loop else None)
+        return stage_checklist(self.state, self.loop)
 
     def _facts(self) -> list[tuple[str, str]]:
         s = self.state

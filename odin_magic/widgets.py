@@ -260,7 +260,7 @@ class RunView:
         with self._lock:
             self._load_verdicts(state)
             self.state = state
-            self._marks = {row.stage: row.mark for row in stage_checklist(state, self._stage_ids() or None)}
+            self._marks = {row.stage: row.mark for row in stage_checklist(state, self.loop)}
             self._render_title()
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)

@@ -293,7 +293,7 @@ def test_status_display_renders_html_and_text(ip, project):
     html = shown._repr_html_()
     assert "&lt;b&gt;bold" in html and "<table" in html and "⏸" in html
     assert "<" not in repr(shown).replace("<b>bold</b>", "")
-    assert [r.mark for r in stage_checklist(state, loop.stage_ids())] == ["✅", "⏸", "⬜"]
+    assert [r.mark for r in stage_checklist(state, loop)] == ["✅", "⏸", "⬜"]
     assert "%odin run LOOP" in repr(RunsDisplay([])) and "%odin run LOOP" in RunsDisplay([])._repr_html_()
     runs = RunsDisplay([state])
     assert state.run_id in repr(runs) and state.run_id in runs._repr_html_()
