@@ -18,18 +18,7 @@ from odin_magic.interview.topology import TopologyEditError
 from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.scripted import ScriptedModel, load_script
 
-LOOP = """
-name: talk
-max_iterations: 5
-stages:
-  - id: interview
-    interview: {mode: deep, challenges: [contrarian@2]}
-    produces: [spec.md, interview-log.md]
-    gate: {mode: ai+human, check: the stop condition holds}
-  - id: build
-    consumes: [spec.md]
-    gate: {mode: ai, check: built}
-"""
+from interview_loops import TALK_LOOP as LOOP
 
 SCRIPT = """
 stages:

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from interview_loops import INTERVIEW_ONLY_LOOP
 from nbtools import REPO, Kernel
 
 NOTEBOOKS = REPO / "example_notebooks"
@@ -56,15 +57,6 @@ def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
     assert "Round 0 | Topology" in shown
 
 
-INTERVIEW_LOOP = """\
-name: talk
-max_iterations: 3
-stages:
-  - id: interview
-    interview: {mode: deep, challenges: []}
-    produces: [spec.md, interview-log.md]
-    gate: {mode: ai+human, check: the stop condition holds}
-"""
 
 
 def test_an_interview_resumes_at_its_round_after_a_kernel_restart(tmp_path, monkeypatch):
@@ -72,7 +64,7 @@ def test_an_interview_resumes_at_its_round_after_a_kernel_restart(tmp_path, monk
         monkeypatch.delenv(var, raising=False)
     shutil.copy(NOTEBOOKS / "interview.script.yaml", tmp_path / "interview.script.yaml")
     (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
-    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_LOOP)
+    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_ONLY_LOOP)
     setup = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
     k = Kernel(tmp_path)
     try:

@@ -18,20 +18,8 @@ from odin_magic.interview.topology import TopologyEditError
 from odin_magic.state import Usage
 from odin_magic.workers.base import CommandEvidence, WorkerError
 
+from interview_loops import TALK_LOOP as LOOP
 from stage_jobs import Events, judge_job, loop_from, stage_job
-
-LOOP = """
-name: talk
-max_iterations: 5
-stages:
-  - id: interview
-    interview: {mode: deep, challenges: [contrarian@2]}
-    produces: [spec.md, interview-log.md]
-    gate: {mode: ai+human, check: the stop condition holds}
-  - id: build
-    consumes: [spec.md]
-    gate: {mode: ai, check: built}
-"""
 
 SCRIPT = """
 goal: Review imports
