@@ -45,7 +45,7 @@ from ..loop import Loop
 from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 from .conversation import RunThread, estimate_tokens
-from .prompts import JUDGE_RULES, WORKER_RULES, judge_brief, loop_context, stage_brief, system_blocks
+from .prompts import JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 from .toolbox import RoleToolbox, bash_environment
 
 ClientFactory = Callable[[], AsyncAnthropic]
@@ -388,10 +388,7 @@ class ClaudeWorker:
 
         failed = [c for c in job.commands if not c.ok]
         if failed:  # a judge can never pass a gate whose commands failed: no need to ask
-            reasons = []
-            for c in failed:
-                status = "timed out" if c.timed_out else f"exit {c.exit_code}"
-                reasons.append(f"gate command failed: {c.cmd} ({status})")
+            reasons = [f"gate command failed: {c.cmd} ({command_status(c)})" for c in failed]
             return JudgeResult(Verdict(passed=False, reasons=reasons, blocking=list(reasons)), Usage())
 
         model = self.settings.verdict_model

@@ -137,9 +137,13 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     return content
 
 
+def command_status(cmd: CommandEvidence) -> str:
+    """How a gate command ended: ``exit N``, ``timed out`` or ``could not start``."""
+    return "timed out" if cmd.timed_out else ("could not start" if cmd.exit_code is None else f"exit {cmd.exit_code}")
+
+
 def _evidence(cmd: CommandEvidence) -> str:
-    status = "timed out" if cmd.timed_out else ("could not start" if cmd.exit_code is None else f"exit {cmd.exit_code}")
-    out = [f"$ {cmd.cmd}   [{status}, {cmd.duration_s:.1f}s]"]
+    out = [f"$ {cmd.cmd}   [{command_status(cmd)}, {cmd.duration_s:.1f}s]"]
     if cmd.stdout_tail.strip():
         out.append("stdout (tail):\n" + cmd.stdout_tail[-EVIDENCE_CHARS:])
     if cmd.stderr_tail.strip():
