@@ -40,6 +40,17 @@ class EngineSession:
     answer: str | None = None
 
 
+def answer_in_turn(runner: DeepInterviewRunner, job, answers) -> None:
+    """Perform the stage once per answer (None: nothing new), through the pauses between questions."""
+    session = EngineSession()
+    for text in answers:
+        session.answer = text
+        try:
+            runner(session, job, Events())
+        except AwaitingAnswer:
+            pass
+
+
 def test_the_runner_pauses_at_every_question_and_finishes_with_a_result(project):
     loop = loop_from(LOOP)
     recorded = []
@@ -104,13 +115,7 @@ def test_a_failed_gate_or_a_revision_reopens_the_interview(project):
     loop = loop_from(LOOP)
     runner = DeepInterviewRunner(ScriptedInterviewModel.from_yaml(SCRIPT))
     job = stage_job(loop, "interview", project)
-    session = EngineSession()
-    for text in (None, "confirm", "a", "x", "b", "c"):
-        session.answer = text
-        try:
-            runner(session, job, Events())
-        except AwaitingAnswer:
-            pass
+    answer_in_turn(runner, job, (None, "confirm", "a", "x", "b", "c"))
     assert interview_state(job.run_dir).phase == "done"
     revised = stage_job(loop, "interview", project, feedback="cover XLSX too")
     with pytest.raises(AwaitingAnswer) as wait:
@@ -139,13 +144,7 @@ rounds:
     runner = DeepInterviewRunner(ScriptedInterviewModel.from_yaml(stuck))
     loop = loop_from(LOOP.replace("challenges: [contrarian@2]", "challenges: [], hard_cap: 3"))
     job = stage_job(loop, "interview", project, run_id="20260101-000001-stuck")
-    session = EngineSession()
-    for text in (None, "confirm", "a", "b", "c"):
-        session.answer = text
-        try:
-            runner(session, job, Events())
-        except AwaitingAnswer:
-            pass
+    answer_in_turn(runner, job, (None, "confirm", "a", "b", "c"))
     failing = CommandEvidence(cmd="false", exit_code=1, timed_out=False, duration_s=0, stdout_tail="", stderr_tail="")
     verdict = runner.judge(judge_job(loop, "interview", project, [failing], run_id=job.run_id), Events()).verdict
     assert not verdict.passed
@@ -179,13 +178,7 @@ def test_a_finished_interview_joins_the_run_thread_once(project):
     loop = loop_from(LOOP)
     runner = DeepInterviewRunner(ScriptedInterviewModel.from_yaml(SCRIPT))
     job = stage_job(loop, "interview", project)
-    session = EngineSession()
-    for text in (None, "confirm", "a", "No, they are the point", "b", "c"):
-        session.answer = text
-        try:
-            runner(session, job, Events())
-        except AwaitingAnswer:
-            pass
+    answer_in_turn(runner, job, (None, "confirm", "a", "No, they are the point", "b", "c"))
     runner(EngineSession(), job, Events())  # performed again with nothing new: no second segment
     thread = RunThread.load(job.run_dir)
     assert [s.stage for s in thread.segments] == ["interview"]
