@@ -244,6 +244,16 @@ rounds:
     assert not any(m.startswith("challenge") for m, _ in h.model.calls)
 
 
+def brownfield(tmp_path: Path) -> str:
+    """Give the project some code (so the interview is brownfield); return a script with one cited finding."""
+    (tmp_path / "project" / "app").mkdir(parents=True)
+    (tmp_path / "project" / "app" / "io.py").write_text("def parse(): ...\n")
+    return """
+components: [Ingestion]
+findings: [{text: "imports are parsed in app/io.py", citation: "app/io.py:12"}]
+"""
+
+
 class BarrierModel(ScriptedInterviewModel):
     """The scripted model, but its question and challenge calls must overlap in time."""
 
@@ -272,12 +282,7 @@ class BarrierModel(ScriptedInterviewModel):
 
 
 def test_independent_calls_run_concurrently(tmp_path):
-    script = """
-components: [Ingestion]
-findings: [{text: "imports are parsed in app/io.py", citation: "app/io.py:12"}]
-"""
-    (tmp_path / "project" / "app").mkdir(parents=True)
-    (tmp_path / "project" / "app" / "io.py").write_text("def parse(): ...\n")
+    script = brownfield(tmp_path)
     model = BarrierModel(script)
     h = Harness(tmp_path, script, model=model, challenges=["contrarian@2"])
     assert h.session.state.mode == "brownfield"
@@ -586,12 +591,7 @@ def test_empty_answer_and_unreadable_state(tmp_path):
 
 
 def test_brownfield_findings_are_recorded_first_and_cited(tmp_path):
-    script = """
-components: [Ingestion]
-findings: [{text: "imports are parsed in app/io.py", citation: "app/io.py:12"}]
-"""
-    (tmp_path / "project" / "app").mkdir(parents=True)
-    (tmp_path / "project" / "app" / "io.py").write_text("def parse(): ...\n")
+    script = brownfield(tmp_path)
     h = Harness(tmp_path, script, challenges=[])
     h.session.start()
     st = h.session.state
