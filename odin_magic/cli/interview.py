@@ -13,7 +13,7 @@ import argparse
 from ..errors import RunRefused
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
-from .runs import add_project, engine_for, print_event
+from .runs import add_project, engine_for, exit_code, print_event
 
 
 def _print_event(event: EngineEvent) -> None:
@@ -36,7 +36,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     state = engine.answer(" ".join(args.text))  # an empty answer is a UsageError there
     if not _show_question(engine, state):
         print(f"run {state.run_id}: {state.status} at {state.current_stage}")
-    return 1 if state.status == "failed" else 0
+    return exit_code(state)
 
 
 def _cmd_question(args: argparse.Namespace) -> int:

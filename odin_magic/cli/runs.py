@@ -38,7 +38,8 @@ def project_dir(args: argparse.Namespace) -> Path:
     return project
 
 
-def _exit(state: RunState) -> int:
+def exit_code(state: RunState) -> int:
+    """A command's exit code after it drove a run: 1 when the run failed."""
     return 1 if state.status == "failed" else 0
 
 
@@ -57,7 +58,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if dry_flags:
             print("note: --dry/--gates/--approve-all/--stage-delay apply when a run starts; "
                   f"run {active.run_id} continues with its own options", file=sys.stderr)
-        return _exit(engine.run())
+        return exit_code(engine.run())
     if args.task is None:
         if active is not None:
             raise one_run_at_a_time(active)
@@ -70,19 +71,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--stage-delay must be 0 or more seconds")
         dry = DryOptions(gates=parse_gate_script(args.gates), approve_all=args.approve_all,
                          stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
-    return _exit(engine.start(args.loop, args.task, dry=dry))
+    return exit_code(engine.start(args.loop, args.task, dry=dry))
 
 
 def _cmd_approve(args):
-    return _exit(engine_for(args).approve())
+    return exit_code(engine_for(args).approve())
 
 
 def _cmd_revise(args):
-    return _exit(engine_for(args).revise(args.feedback))
+    return exit_code(engine_for(args).revise(args.feedback))
 
 
 def _cmd_step(args):
-    return _exit(engine_for(args).step(args.stage))
+    return exit_code(engine_for(args).step(args.stage))
 
 
 def _cmd_abandon(args):
