@@ -126,3 +126,14 @@ def test_an_unknown_judge_model_is_named_in_the_error(project: Path):
     fake = FakeMessages().error(404, "model: claude-nope")
     with pytest.raises(WorkerError, match="is the model name 'claude-nope' right"):
         judge_with(fake, job, judge_model="claude-nope")
+
+
+def test_a_command_that_could_not_start_is_named_so(project: Path):
+    loop = loop_from(LOOP)
+    unstartable = CommandEvidence("no-such-tool --check", None, False, 0.0, "", "could not start: not found")
+    job = judge_job(loop, "build", project, commands=[unstartable])
+    fake = FakeMessages()
+    result, _ = judge_with(fake, job)
+    assert result.verdict.passed is False
+    assert result.verdict.reasons == ["gate command failed: no-such-tool --check (could not start)"]
+    assert fake.requests == []
