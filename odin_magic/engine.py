@@ -65,6 +65,14 @@ def _stamp(dt: datetime) -> str:
     return _local_naive(dt).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _history_entry(stage: Stage, result: str, gate: str, at: str) -> dict[str, Any]:
+    """A history entry's common fields; ``agent`` only for a stage that ran in a fresh context."""
+    entry: dict[str, Any] = {"stage": stage.id, "result": result, "gate": gate, "at": at}
+    if stage.resolved_agent.fresh:
+        entry["agent"] = stage.resolved_agent.label
+    return entry
+
+
 def _copy_state(state: RunState) -> RunState:
     """A snapshot for readers, cheap even with a long history.
 
@@ -213,8 +221,8 @@ class Engine:
         with self._driving(), self._open_active() as s:
             if s.state.status == "awaiting_approval":
                 self._approve(s)
-            elif s.state.status == "awaiting_answer" and not self._check_timeout(s):
-                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)  # asks again
+            elif s.state.status == "awaiting_answer":
+                self._ask_again(s)
             return self._drive(s)
 
     def answer(self, text: str) -> RunState:
@@ -222,9 +230,7 @@ class Engine:
         text = require_text(text, "answer")
         with self._driving(), self._open_active() as s:
             require_status(s.state, "answer")
-            if not self._check_timeout(s):  # the stage runs again with the answer: timed like any stage
-                s.answer = text
-                self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
+            self._ask_again(s, answer=text)
             return self._drive(s)
 
     def approve(self) -> RunState:
@@ -251,7 +257,7 @@ class Engine:
                 return self._snapshot(s)
             self._run_stage(s, s.loop.stage(stage_id), stepping=True)
             if s.state.status == "awaiting_approval":
-                self._emit("paused", s.state, stage=stage_id, text=self._pause_text(s))
+                self._announce_pause(s)
             return self._snapshot(s)
 
     def abandon(self) -> RunState:
@@ -422,7 +428,7 @@ class Engine:
                 if st.dry is not None and st.dry.approve_all:
                     self._approve(s)
                     continue
-                self._emit("paused", st, stage=st.current_stage, text=self._pause_text(s))
+                self._announce_pause(s)
                 break
             if st.status != "running":  # done, failed, abandoned, or awaiting_answer (already announced)
                 break
@@ -434,6 +440,12 @@ class Engine:
                 break
             self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
         return self._snapshot(s)
+
+    def _ask_again(self, s: Session, answer: str | None = None) -> None:
+        """Run the waiting interview stage again (with the user's ``answer``): timed like any stage."""
+        if not self._check_timeout(s):
+            s.answer = answer
+            self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
 
     def _interview_runner_for(self, s: Session, stage: Stage) -> InterviewRunner | None:
         """The runner for a deep-interview stage of a real run (dry runs treat it like any stage)."""
@@ -453,25 +465,14 @@ class Engine:
                 lambda: make_interview_model(settings, project_dir), record=self.record_interview, clock=self.clock)
         return self.interview_runner
 
-    def _perform(self, s: Session, stage: Stage, job: StageJob, sink: Callable[[WorkerEvent], None]) -> StageResult:
-        """The one place a stage's work is done: deep-interview stages go to the interview runner."""
-        runner = self._interview_runner_for(s, stage)
-        if runner is not None:
-            return runner(s, job, sink)
-        return s.worker.perform(job, sink)
-
-    def _asked(self, s: Session, stage: Stage, asking: Exception) -> None:
+    def _asked(self, s: Session, stage: Stage, asking: AwaitingAnswer) -> None:
         """The interview waits for an answer: record usage and the summary, pause as awaiting_answer."""
-        if self._add_usage(s, stage.id, _usage_of(asking)):
+        if self._add_usage(s, stage.id, asking.usage):
             return
-        fields: dict[str, Any] = {"set": {"status": "awaiting_answer", "current_stage": stage.id}}
-        summary = getattr(asking, "summary", None)
-        if summary is not None:
-            fields["interview"] = summary.model_dump()
-        self._record(s, "awaiting_answer", stage=stage.id, **fields)
-        question = getattr(asking, "question", None)
-        data = {"question": question.model_dump(mode="json")} if hasattr(question, "model_dump") else {}
-        self._emit("question", s.state, stage=stage.id, text=getattr(asking, "text", str(asking)), data=data)
+        self._record(s, "awaiting_answer", stage=stage.id, set={"status": "awaiting_answer", "current_stage": stage.id},
+                     interview=asking.summary.model_dump())
+        self._emit("question", s.state, stage=stage.id, text=asking.text,
+                   data={"question": asking.question.model_dump(mode="json")})
         self._emit("awaiting_answer", s.state, stage=stage.id,
                    text=f"{stage.id} waits for your answer: `odin answer TEXT` (`odin question` shows it again)")
 
@@ -496,8 +497,9 @@ class Engine:
 
         self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                    data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
+        runner = self._interview_runner_for(s, stage)  # a deep-interview stage goes to the interview runner
         try:
-            result = self._perform(s, stage, job, sink)
+            result = runner(s, job, sink) if runner is not None else s.worker.perform(job, sink)
         except AwaitingAnswer as asking:
             self._asked(s, stage, asking)
             return
@@ -523,7 +525,6 @@ class Engine:
                        data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
 
         run_commands = st.dry is None or st.dry.run_commands
-        runner = self._interview_runner_for(s, stage)
         judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
         try:
             outcome = gates.evaluate(
@@ -556,11 +557,7 @@ class Engine:
     def _record_gate(self, s: Session, stage: Stage, passed: bool, reason: str | None,
                      evidence: str, produced: dict[str, str], stepping: bool, at: str) -> None:
         st = s.state
-        agent = stage.resolved_agent
-        entry: dict[str, Any] = {"stage": stage.id, "result": "pass" if passed else "fail",
-                                 "gate": "ai-pending" if stage.gate.pauses else "ai", "at": at}
-        if agent.fresh:
-            entry["agent"] = agent.label
+        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence
@@ -576,7 +573,7 @@ class Engine:
             if stage.gate.pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:
-                changes.update(status="running", current_stage=stage.id)
+                changes["current_stage"] = stage.id
             else:
                 nxt = s.loop.next_stage_id(stage.id)
                 if nxt is None:
@@ -618,9 +615,7 @@ class Engine:
         st = s.state
         stage = s.loop.stage(st.current_stage)
         at = self._now()
-        entry: dict[str, Any] = {"stage": stage.id, "result": "pass", "gate": "approved", "at": at}
-        if stage.resolved_agent.fresh:
-            entry["agent"] = stage.resolved_agent.label
+        entry = _history_entry(stage, "pass", "approved", at)
         nxt = s.loop.next_stage_id(stage.id)
         changes: dict[str, Any] = {"feedback": None}
         if nxt is None:
@@ -677,9 +672,11 @@ class Engine:
         with self._view_lock:
             return _copy_state(s.state)
 
-    def _pause_text(self, s: Session) -> str:
-        return (f"✅ {s.state.current_stage} gate passed; awaiting approval: "
-                "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback")
+    def _announce_pause(self, s: Session) -> None:
+        stage = s.state.current_stage
+        self._emit("paused", s.state, stage=stage, text=(
+            f"✅ {stage} gate passed; awaiting approval: "
+            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback"))
 
     def _emit(self, kind: str, run: RunState | str, stage: str | None = None, text: str = "",
               data: dict[str, Any] | None = None) -> None:
