@@ -98,14 +98,9 @@ def run_command(command: GateCommand, cwd: Path, env: dict[str, str]) -> Command
             code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
             code = None
         finally:
-            if proc.returncode is None:  # interrupted (e.g. KeyboardInterrupt): leave nothing behind
+            if proc.returncode is None:  # timed out, or interrupted (e.g. KeyboardInterrupt): leave nothing behind
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
