@@ -295,6 +295,13 @@ def _short(text: str, n: int) -> str:
 # -- gate verdicts ---------------------------------------------------------------------
 
 
+def command_line(cmd: str, exit_code: int | None, timed_out: bool | None) -> str:
+    """A gate command as a verdict lists it: "✓ cmd", "✗ cmd (exit 1)", "✗ cmd (timed out)"."""
+    ok = exit_code == 0 and not timed_out
+    tail = "" if ok else (" (timed out)" if timed_out else f" (exit {exit_code})")
+    return f"{'✓' if ok else '✗'} {cmd}{tail}"
+
+
 @dataclass
 class VerdictRecord:
     """One gate evaluation as the live view saw it (from gate events)."""
@@ -326,11 +333,8 @@ class VerdictRecord:
     @classmethod
     def from_evidence(cls, evidence: dict) -> "VerdictRecord":
         """From a gate's evidence file (``gates/NNNN-<stage>.json`` in the run dir)."""
-        commands = []
-        for c in evidence.get("commands") or []:
-            ok = c.get("exit_code") == 0 and not c.get("timed_out")
-            tail = "" if ok else (" (timed out)" if c.get("timed_out") else f" (exit {c.get('exit_code')})")
-            commands.append(f"{'✓' if ok else '✗'} {c.get('cmd')}{tail}")
+        commands = [command_line(c.get("cmd"), c.get("exit_code"), c.get("timed_out"))
+                    for c in evidence.get("commands") or []]
         data = dict(evidence.get("verdict") or {})
         reasons = list(data.get("reasons") or [])
         if evidence.get("reason") and evidence["reason"] not in reasons:

@@ -15,7 +15,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from .display import AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay, stage_checklist
+from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay,
+                      command_line, stage_checklist)
 from .events import EngineEvent
 from .report import format_event
 from .loop import Loop
@@ -252,6 +253,9 @@ class RunView:
                 self.verdicts.append(VerdictRecord.from_evidence(json.loads((run_dir / entry.evidence).read_text())))
             except (OSError, ValueError):
                 continue  # a missing or torn evidence file: the history entry still shows in the checklist
+        self._render_verdicts()
+
+    def _render_verdicts(self) -> None:
         self.verdicts_html.value = VerdictsDisplay(self.verdicts).html()
         self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
 
@@ -334,10 +338,7 @@ class RunView:
                 text = event.text if event.text.endswith("\n") else event.text + "\n"
                 self._append("stdout", text)
             elif kind == "gate_command":
-                code = event.data.get("exit_code")
-                ok = code == 0 and not event.data.get("timed_out")
-                line = f"{'✓' if ok else '✗'} {event.text}" + ("" if ok else
-                       " (timed out)" if event.data.get("timed_out") else f" (exit {code})")
+                line = command_line(event.text, event.data.get("exit_code"), event.data.get("timed_out"))
                 self._pending_commands.append(line)
                 self._append("stdout", f"$ {line}\n")
             elif kind == "gate_verdict":
@@ -352,8 +353,7 @@ class RunView:
                 data["commands"] = list(self._pending_commands)
                 self.verdicts.append(VerdictRecord.from_event_data(stage, passed, data))
                 self._pending_verdict, self._pending_commands = None, []
-                self.verdicts_html.value = VerdictsDisplay(self.verdicts).html()
-                self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
+                self._render_verdicts()
                 self._marks[stage] = PASSED if passed else LOOPED
                 if not passed:
                     self._append("stdout", f"✗ gate failed: {event.text}\n")

@@ -126,3 +126,19 @@ def test_a_run_waiting_for_an_answer_no_longer_says_it_is_working(tmp_path):
     assert "working on" in view.status_line.value
     view.show_state(state.model_copy(update={"status": "awaiting_answer"}))
     assert "working on" not in view.status_line.value and view.answer_panel is not None
+
+
+def test_the_live_view_and_the_evidence_list_a_gate_command_alike(tmp_path):
+    from odin_magic.display import VerdictRecord
+
+    _, view, _, state = drive(tmp_path, [])
+    for code, timed_out in ((0, False), (1, False), (None, True)):
+        view.handle_event(EngineEvent("gate_command", state.run_id, "review", f"check {code}",
+                                      {"exit_code": code, "timed_out": timed_out}))
+    view.handle_event(EngineEvent("gate_failed", state.run_id, "review", "checks failed", {"next_stage": "write"}))
+    live = view.verdicts[-1].commands
+    assert live == ["✓ check 0", "✗ check 1 (exit 1)", "✗ check None (timed out)"]
+    evidence = {"stage": "review", "passed": False,
+                "commands": [{"cmd": f"check {c}", "exit_code": c, "timed_out": t}
+                             for c, t in ((0, False), (1, False), (None, True))]}
+    assert VerdictRecord.from_evidence(evidence).commands == live
