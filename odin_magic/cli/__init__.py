@@ -14,9 +14,10 @@ import importlib
 import os
 import re
 import sys
+from pathlib import Path
 
 from .. import __version__
-from ..errors import OdinError
+from ..errors import OdinError, UsageError
 
 #: Sub-modules that register subcommands, in help order.
 _COMMAND_MODULES = ("loops", "runs", "interview")
@@ -47,6 +48,20 @@ class OdinParser(argparse.ArgumentParser):
             self.error(f"unknown option {word}{_did_you_mean(word, options)}; "
                        f"`{self.prog} --help` lists its options")
         self.error(f"unexpected argument(s): {' '.join(extras)}; `{self.prog} --help` shows what it takes")
+
+
+def add_project(p: argparse.ArgumentParser, help: str = "project directory (default: the current directory)") -> None:
+    """The ``--project DIR`` option every command takes."""
+    p.add_argument("--project", default=".", metavar="DIR", help=help)
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    """``--project``, which must be an existing directory."""
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"no such project directory: {project} does not exist",
+                         hint="pass an existing directory to --project")
+    return project
 
 
 _EPILOG = """\

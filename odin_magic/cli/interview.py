@@ -13,7 +13,8 @@ import argparse
 from ..errors import RunRefused
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
-from .runs import add_project, engine_for, exit_code, print_event
+from . import add_project
+from .runs import engine_for, exit_code, print_event
 
 
 def _print_event(event: EngineEvent) -> None:

@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from . import add_project, project_dir
 from ..catalog import LoopCatalog
-from ..errors import OdinError, UsageError
+from ..errors import OdinError
 from ..loop import Loop, loop_json_schema
 from ..validation import ValidationReport, reports_to_json, validate_file
 
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
         help="also require a loop that never pauses for a person (every gate 'ai', no interview)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON report")
-    p.add_argument("--project", default=".", metavar="DIR", help="project directory, to find loops by name (default: the current one)")
+    add_project(p, help="project directory, to find loops by name (default: the current directory)")
     p.set_defaults(handler=cmd_validate)
 
     p = subparsers.add_parser(
@@ -42,7 +43,7 @@ def register(subparsers) -> None:
         help="list the loops you can run: the project's and the built-in ones",
         description="List the project's loops (.odin-loop/loops/) and the built-in loops.",
     )
-    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: the current one)")
+    add_project(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_list)
 
@@ -52,7 +53,7 @@ def register(subparsers) -> None:
         description="Show a loop's stages in order with their gate modes, roles and on_fail loopbacks.",
     )
     p.add_argument("loop", metavar="LOOP", help="a loop name, or the path of a loop YAML file")
-    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: the current one)")
+    add_project(p)
     p.set_defaults(handler=cmd_show)
 
 
@@ -80,13 +81,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in reports) else 1
 
 
-def _project(args: argparse.Namespace) -> Path:
-    project = Path(args.project)
-    if not project.is_dir():
-        raise UsageError(f"{args.project}: no such project directory", hint="pass an existing directory to --project")
-    return project
-
-
 def _active_loop(project: Path) -> str | None:
     """The loop of the project's active run, if one is running or paused."""
     if not (project / ".odin-loop" / "runs").is_dir():
@@ -101,7 +95,7 @@ def _active_loop(project: Path) -> str | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    project = _project(args)
+    project = project_dir(args)
     catalog = LoopCatalog(project)
     entries = catalog.entries()
     active = _active_loop(project)
@@ -198,7 +192,7 @@ def _loop_path(arg: str, args: argparse.Namespace) -> Path:
     """A loop argument: a file path (anything with a ``/`` or a YAML suffix), else a loop name."""
     if arg.endswith((".yaml", ".yml")) or "/" in arg or "\\" in arg:
         return Path(arg)  # validate_file says when it is missing or not a file
-    return LoopCatalog(_project(args)).resolve(arg)
+    return LoopCatalog(project_dir(args)).resolve(arg)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from . import add_project, project_dir
 from ..engine import Engine, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
@@ -28,14 +28,6 @@ def print_event(event: EngineEvent) -> None:
 def engine_for(args: argparse.Namespace, listener=print_event) -> Engine:
     """The engine for ``--project``."""
     return Engine(project_dir(args), listener=listener)
-
-
-def project_dir(args: argparse.Namespace) -> Path:
-    """``--project``, which must be a directory."""
-    project = Path(args.project)
-    if not project.is_dir():
-        raise UsageError(f"project directory {project} does not exist", hint="--project DIR")
-    return project
 
 
 def exit_code(state: RunState) -> int:
@@ -126,10 +118,6 @@ def _cmd_simulate(args):
         print(f"loopbacks  {result['total_iterations']}"
               + ("  (" + ", ".join(f"{k} {v}" for k, v in result["iterations"].items()) + ")" if result["iterations"] else ""))
     return 0 if result["status"] == "done" else 1
-
-
-def add_project(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--project", default=".", metavar="DIR", help="project directory (default: current directory)")
 
 
 def register(sub) -> None:
