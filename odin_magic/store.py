@@ -355,7 +355,7 @@ class RunLock:
 class RunHandle:
     """A run opened for driving: holds the run lock and appends to the log."""
 
-    def __init__(self, run_dir: Path, state: RunState, lock: RunLock):
+    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock):
         self.run_dir = run_dir
         self.state = state
         self._lock = lock
@@ -369,12 +369,15 @@ class RunHandle:
         return self.state.run_id
 
     def record(self, type: str, at: str, *, save: bool = True, **fields: Any) -> dict[str, Any]:
-        """Append one event (flush + fsync), fold it into the state, and save state.json."""
-        record = {"seq": self.state.log_seq + 1, "at": at, "type": type, **fields}
+        """Append one event (flush + fsync), fold it into the state, and save state.json.
+
+        A handle opened on a new run (state None) first records its ``created`` event."""
+        seq = self.state.log_seq + 1 if self.state is not None else 1
+        record = {"seq": seq, "at": at, "type": type, **fields}
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         self._log.write(line.encode("utf-8"))
         os.fsync(self._log.fileno())
-        apply(self.state, record)
+        self.state = apply(self.state, record)
         if save:
             self.save()
         return record
@@ -485,13 +488,8 @@ class RunStore:
         _fsync_dir(d)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
-        handle = RunHandle(d, None, lock)  # type: ignore[arg-type]
-        # the first record is folded from nothing
-        record = {"seq": 1, "at": at, "type": "created", **created}
-        handle._log.write((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
-        os.fsync(handle._log.fileno())
-        handle.state = apply(None, record)
-        handle.save()
+        handle = RunHandle(d, None, lock)
+        handle.record("created", at, **created)  # the first record is folded from nothing
         _fsync_dir(self.runs_dir)
         return handle
 
