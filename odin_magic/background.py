@@ -90,13 +90,17 @@ class BackgroundDrive:
     def on_finish(self, fn: Finisher) -> None:
         self._finishers.append(fn)
 
+    def refuse_if_busy(self) -> None:
+        """Raise :class:`RunRefused` while a call is running."""
+        if self.busy:
+            raise RunRefused(
+                f"the run is busy ({self.label}) in the background",
+                hint="wait for it (%odin wait), or end it after the current step with %odin stop",
+            )
+
     def submit(self, label: str, call: Callable[[], Any]) -> None:
         with self._lock:
-            if self.busy:
-                raise RunRefused(
-                    f"the run is busy ({self.label}) in the background",
-                    hint="wait for it (%odin wait), or end it after the current step with %odin stop",
-                )
+            self.refuse_if_busy()
             self._done.clear()
             self.label = label
             self.outcome = None

@@ -116,9 +116,7 @@ class NotebookRunner:
 
     def _submit(self, label: str, call, ready: Ready | None) -> None:
         """Everything checked: let the front end show its view (``ready``), then drive in the background."""
-        if self.drive.busy:
-            raise RunRefused(f"the run is busy ({self.drive.label}) in the background",
-                             hint="wait for it (%odin wait), or end it after the current step with %odin stop")
+        self.drive.refuse_if_busy()  # before ``ready``: a refused action shows no view
         if ready is not None:
             ready()
         self.drive.submit(label, call)

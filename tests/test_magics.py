@@ -401,3 +401,22 @@ def test_step_checks_the_stage_before_driving(ip, project):
         odin(ip, "revise more")
     with pytest.raises(UsageError, match="not waiting for approval"):
         odin(ip, "approve")
+
+
+def test_a_busy_drive_refuses_a_second_call_before_its_view_is_shown(tmp_path):
+    from odin_magic.errors import RunRefused
+    from odin_magic.runner import NotebookRunner
+
+    runner = NotebookRunner(tmp_path, engine_factory=lambda *a, **k: None)
+    release = threading.Event()
+    runner.drive.submit("run", release.wait)
+    shown = []
+    with pytest.raises(RunRefused, match=r"busy \(run\)"):
+        runner._submit("approve", lambda: None, ready=lambda: shown.append("view"))
+    with pytest.raises(RunRefused):
+        runner.drive.submit("approve", lambda: None)
+    assert shown == []
+    release.set()
+    assert runner.wait(10).ok
+    runner._submit("approve", lambda: "approved", ready=lambda: shown.append("view"))
+    assert runner.wait(10).result == "approved" and shown == ["view"]
