@@ -8,7 +8,7 @@ venv="${ODIN_VENV:-$repo/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo[test]" 2>&1 \
-  | grep -v "is ignored: it is neither a file nor a directory" || true
-"$venv/bin/python" -c "import odin_magic" # fails loudly if the install did not work
+# pip's own exit status decides (set -e); only its harmless index-location warnings are filtered out
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$repo[test]" \
+  2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 export ODIN_PY="$venv/bin/python"
