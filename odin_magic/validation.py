@@ -177,15 +177,16 @@ def _locate(loc: tuple) -> _Located:
     return _Located(tuple(path), model, unions)
 
 
-def _value_at(data: Any, path: tuple) -> tuple[Any, bool]:
+def _value_at(data: Any, path: tuple) -> Any:
+    """The raw value at ``path``, or None where the path leads nowhere."""
     for step in path:
         if isinstance(data, dict) and step in data:
             data = data[step]
         elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
             data = data[step]
         else:
-            return None, False
-    return data, True
+            return None
+    return data
 
 
 def _kind(value: Any) -> str:
@@ -274,7 +275,7 @@ class _Checker:
     def _branch_applies(self, located: _Located) -> bool:
         """Keep a union branch's error only when the data has that branch's shape."""
         for union_path, branch_is_model in located.unions:
-            value, _ = _value_at(self.data, union_path)
+            value = _value_at(self.data, union_path)
             if isinstance(value, dict) != branch_is_model:
                 return False
         return True
@@ -282,7 +283,7 @@ class _Checker:
     def _schema_error(self, err: dict, located: _Located) -> None:
         path = located.path
         kind = err["type"]
-        value, _ = _value_at(self.data, path)
+        value = _value_at(self.data, path)
         last = path[-1] if path else None
         if kind == "extra_forbidden":
             allowed = list(located.model.model_fields) if located.model else []
@@ -352,7 +353,7 @@ class _Checker:
 
     def _agent_error(self, path, value) -> None:
         agent_path = path if path[-1] == "agent" else path[: path.index("agent") + 1]
-        agent, _ = _value_at(self.data, agent_path)
+        agent = _value_at(self.data, agent_path)
         if isinstance(agent, dict):
             # errors inside {role, fresh} that are not about role/unknown keys (e.g. fresh: "yes")
             self.error(path, f"{_kind(value)} is not valid here; `fresh` must be true or false", "use `fresh: true` or `fresh: false`")
@@ -456,7 +457,6 @@ class _Checker:
                         f"the deep interview stage {sid!r} resolves to a fresh context ({how}); an interview talks to the user inline",
                         "remove `agent`, or use `agent: inline`",
                     )
-                produces = stage.get("produces")
                 if not (isinstance(produces, list) and INTERVIEW_LOG in produces):
                     self.error(
                         base + (("produces",) if "produces" in stage else ("interview",)),
