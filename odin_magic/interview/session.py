@@ -305,9 +305,7 @@ class InterviewSession:
             f"I split the work into: {listing}. Is that right? Merge, split, defer (out of scope this run) "
             f"or add components, or confirm. This interview ends when ambiguity is at or below {st.threshold:.2f}."
         )
-        st.pending = PendingQuestion(kind="topology", round=0, text=text, ambiguity=1.0)
-        self._save()
-        self._emit("question", text, {"pending": st.pending.model_dump(mode="json")})
+        self._wait_for(PendingQuestion(kind="topology", round=0, text=text, ambiguity=1.0))
 
     def _answer_topology(self, text: str) -> None:
         st = self.state
@@ -319,8 +317,6 @@ class InterviewSession:
         st.topology_confirmed_at = self._now()
         st.phase = "questioning"
         st.pending = None
-        for comp in st.active:
-            st.clarity.setdefault(comp.name, ClarityScores())
         st.clarity = {c.name: st.clarity.get(c.name, ClarityScores()) for c in st.active}
         self._save()
         self._emit("notice", "topology confirmed: " + ", ".join(c.name for c in st.active), {})
@@ -377,14 +373,12 @@ class InterviewSession:
         record.challenge = challenge
         st.draft = Draft(record=record, question=draft_q)
         if fire:
-            st.pending = PendingQuestion(
+            self._wait_for(PendingQuestion(
                 kind="challenge", round=n, text=challenge.probe, component=component,
                 dimension=dimension, ambiguity=before, challenge=challenge.kind,
-            )
+            ))
         else:
-            st.pending = self._question_pending(record)
-        self._save()
-        self._emit("question", st.pending.text, {"pending": st.pending.model_dump(mode="json")})
+            self._wait_for(self._question_pending(record))
 
     def _question_pending(self, record: RoundRecord) -> PendingQuestion:
         return PendingQuestion(
@@ -393,12 +387,16 @@ class InterviewSession:
             allow_auto=self.state.auto_assist,
         )
 
+    def _wait_for(self, question: PendingQuestion) -> None:
+        """Make ``question`` the pending one: saved first, then announced."""
+        self.state.pending = question
+        self._save()
+        self._emit("question", question.text, {"pending": question.model_dump(mode="json")})
+
     def _answer_challenge(self, text: str) -> None:
         st = self.state
         st.draft.record.challenge.answer = "(skipped)" if _norm(text) in SKIP else text
-        st.pending = self._question_pending(st.draft.record)
-        self._save()
-        self._emit("question", st.pending.text, {"pending": st.pending.model_dump(mode="json")})
+        self._wait_for(self._question_pending(st.draft.record))
 
     def _answer_question(self, text: str) -> None:
         st = self.state
@@ -453,7 +451,7 @@ class InterviewSession:
         if not cv.within(before, st.threshold) and cv.within(after, st.threshold):
             st.draft.proposed = assessment
             st.draft.record = record
-            st.pending = PendingQuestion(
+            self._wait_for(PendingQuestion(
                 kind="confirm_auto", round=record.number, component=record.component, dimension=record.dimension,
                 ambiguity=before,
                 text=(
@@ -461,9 +459,7 @@ class InterviewSession:
                     f"ambiguity to {after:.2f}, at or below the target {st.threshold:.2f}. Accept it? "
                     "(yes / no, or type your own answer)"
                 ),
-            )
-            self._save()
-            self._emit("question", st.pending.text, {"pending": st.pending.model_dump(mode="json")})
+            ))
             return
         self._commit(record, assessment, answered_by="auto", answer=auto.assumption)
 
@@ -479,9 +475,7 @@ class InterviewSession:
             record.notes.append("auto-answer rejected by the user")
             record.auto_answer = None
             st.draft.proposed = None
-            st.pending = self._question_pending(record)
-            self._save()
-            self._emit("question", st.pending.text, {"pending": st.pending.model_dump(mode="json")})
+            self._wait_for(self._question_pending(record))
         else:
             record.auto_answer = None
             st.draft.proposed = None
