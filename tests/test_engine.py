@@ -530,52 +530,51 @@ def test_artifacts_follow_the_placement_rule(project, write_loop):
     assert (project / ".odin-loop" / ".gitignore").read_text().splitlines()[1] == "*"
 
 
+def gate_evidence(project, state, entry):
+    """The evidence file a history entry points to, read."""
+    return json.loads((project / ".odin-loop" / "runs" / state.run_id / entry.evidence).read_text())
+
+
+def write_command_loop(write_loop, command):
+    """Loop ``cmd``: one stage whose ai gate runs ``command`` before its judge."""
+    write_loop(f"""
+    name: cmd
+    max_iterations: 1
+    stages:
+      - id: build
+        produces: [out.md]
+        gate: {{mode: ai, check: it builds, run: ["{command}"]}}
+    """)
+
+
 def test_gate_evidence_is_saved_and_referenced(project, write_loop):
     write_loop()
     state = Engine(project).start("demo", "t", dry=dry("test:fail", approve_all=True))
-    run_dir = project / ".odin-loop" / "runs" / state.run_id
     for entry in state.history:
         if entry.gate == "approved":
             assert entry.evidence is None
             continue
-        evidence = json.loads((run_dir / entry.evidence).read_text())
+        evidence = gate_evidence(project, state, entry)
         assert evidence["stage"] == entry.stage and evidence["passed"] == (entry.result == "pass")
     fail = next(e for e in state.history if e.result == "fail")
-    assert json.loads((run_dir / fail.evidence).read_text())["verdict"]["blocking"]
+    assert gate_evidence(project, state, fail)["verdict"]["blocking"]
 
 
 def test_a_failing_gate_command_fails_the_gate_whatever_the_judge_says(project, write_loop):
-    write_loop("""
-    name: cmd
-    max_iterations: 1
-    stages:
-      - id: build
-        produces: [out.md]
-        gate:
-          mode: ai
-          check: it builds
-          run: ["test -f ok.flag"]
-    """)
+    write_command_loop(write_loop, "test -f ok.flag")
     state = Engine(project).start("cmd", "t", dry=DryOptions(run_commands=True))
     assert state.status == "failed"
     assert [h[:2] for h in hist(state)] == [("build", "fail"), ("build", "fail")]
     assert "gate command `test -f ok.flag` exited 1" in state.history[0].reason
-    evidence = json.loads((project / ".odin-loop" / "runs" / state.run_id / state.history[0].evidence).read_text())
+    evidence = gate_evidence(project, state, state.history[0])
     assert evidence["judged"] is False and evidence["commands"][0]["exit_code"] == 1
 
 
 def test_dry_runs_skip_gate_commands_unless_asked(project, write_loop):
-    write_loop("""
-    name: cmd
-    max_iterations: 1
-    stages:
-      - id: build
-        produces: [out.md]
-        gate: {mode: ai, check: it builds, run: ["exit 3"]}
-    """)
+    write_command_loop(write_loop, "exit 3")
     state = Engine(project).start("cmd", "t", dry=dry())
     assert state.status == "done"
-    evidence = json.loads((project / ".odin-loop" / "runs" / state.run_id / state.history[0].evidence).read_text())
+    evidence = gate_evidence(project, state, state.history[0])
     assert evidence["commands_skipped"] is True and evidence["commands"] == []
 
 
