@@ -171,11 +171,10 @@ def add_to_run_thread(job: StageJob, iv: InterviewSession, summary: str) -> None
 
 
 def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
-    state = load_state(state_path(run_dir, stage_id))
+    state = interview_state(run_dir, stage_id)
     if state is None:
         reason = f"no interview state for stage {stage_id!r} in {run_dir}"
         return Verdict(passed=False, reasons=[reason], blocking=[reason])
-    failed = [c for c in commands if not c.ok]
     check = stop_check(state)
     reasons = check.reasons()
     blocking = []
@@ -186,8 +185,7 @@ def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
     if check.missing_criteria:
         blocking.append(reasons[1])
     blocking += [f"blocking open question: {q}" for q in check.blocking]
-    for c in failed:
-        blocking.append(f"gate command failed: {c.cmd}")
+    blocking += [f"gate command failed: {c.cmd}" for c in commands if not c.ok]
     non_blocking = [q.text for q in state.open_questions if not q.blocking and not q.resolved]
     return Verdict(passed=not blocking, reasons=reasons, blocking=blocking, non_blocking=non_blocking)
 
