@@ -9,12 +9,12 @@ diagnostics that point at the file, line and field.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["explore", "planner", "executor", "critic", "reviewer"]
-ROLES: tuple[str, ...] = ("explore", "planner", "executor", "critic", "reviewer")
+ROLES: tuple[str, ...] = get_args(Role)
 
 #: Whether a role runs in a fresh context unless the stage says otherwise
 #: (seed 000, "Execution roles").
