@@ -9,7 +9,6 @@ takes the parsed arguments and returns the process exit code. Exit codes:
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import re
@@ -18,14 +17,15 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import OdinError, UsageError
+from ..validation import did_you_mean
 
 #: Sub-modules that register subcommands, in help order.
 _COMMAND_MODULES = ("loops", "runs", "interview")
 
 
 def _did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = did_you_mean(word, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 class OdinParser(argparse.ArgumentParser):
