@@ -108,8 +108,8 @@ def test_bugfix_gates_want_a_failing_then_passing_regression_test(layout):
     assert gate_codes(project, run_dir, "bugfix", "test") == [0]
 
 
-def test_builtin_artifacts_land_where_the_docs_say():
-    catalog = LoopCatalog(Path("."))
+def test_builtin_artifacts_land_where_the_docs_say(tmp_path):
+    catalog = LoopCatalog(tmp_path)  # an empty project: the built-ins, not whatever the cwd holds
     run_scoped = {"spec.md", "interview-log.md", "plan.md", "harness/", "harness/stub/", "harness-report.md",
                   "test-report.md", "review.md", "repro.md", "fix-notes.md", "suite-report.md", "failures.md",
                   "diagnosis.md", "repair-notes.md"}
