@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,9 @@ stages:
 """
 
 REPO = Path(__file__).resolve().parent.parent
+INTERVIEW_SCRIPT = REPO / "example_notebooks" / "interview.script.yaml"
+# a kernel's first cell for an interview project: the scripted interviewer answers, no model
+INTERVIEW_SETUP = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -39,6 +43,23 @@ def write_tiny_loop(project: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(TINY_LOOP, encoding="utf-8")
     return path
+
+
+def without_model_key(monkeypatch) -> None:
+    """No API key or script from the environment reaches the kernels a test starts."""
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def write_interview_project(project: Path, monkeypatch) -> None:
+    """The ``talk`` loop (an interview alone) and the example notebook's interview script, no model key."""
+    from interview_loops import INTERVIEW_ONLY_LOOP
+
+    without_model_key(monkeypatch)
+    shutil.copy(INTERVIEW_SCRIPT, project / INTERVIEW_SCRIPT.name)
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True, exist_ok=True)
+    (loops / "talk.yaml").write_text(INTERVIEW_ONLY_LOOP, encoding="utf-8")
 
 
 class Kernel:

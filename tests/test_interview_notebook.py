@@ -11,8 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from interview_loops import INTERVIEW_ONLY_LOOP
-from nbtools import REPO, Kernel
+from nbtools import INTERVIEW_SETUP, REPO, Kernel, without_model_key, write_interview_project
 
 NOTEBOOKS = REPO / "example_notebooks"
 
@@ -36,8 +35,7 @@ def texts(nb) -> str:
 
 
 def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
-        monkeypatch.delenv(var, raising=False)
+    without_model_key(monkeypatch)
     nb = run_notebook(tmp_path)
     run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
     state = json.loads((run_dir / "state.json").read_text())
@@ -57,23 +55,16 @@ def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
     assert "Round 0 | Topology" in shown
 
 
-
-
 def test_an_interview_resumes_at_its_round_after_a_kernel_restart(tmp_path, monkeypatch):
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
-        monkeypatch.delenv(var, raising=False)
-    shutil.copy(NOTEBOOKS / "interview.script.yaml", tmp_path / "interview.script.yaml")
-    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
-    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(INTERVIEW_ONLY_LOOP)
-    setup = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
+    write_interview_project(tmp_path, monkeypatch)
     k = Kernel(tmp_path)
     try:
-        k.execute(setup)
+        k.execute(INTERVIEW_SETUP)
         k.execute('%odin run talk --task "review bank CSV imports" --wait')
         k.execute("%odin answer defer Notifications; confirm --wait")
         k.execute("%odin answer 1 --wait")
         k.restart()
-        k.execute(setup)
+        k.execute(INTERVIEW_SETUP)
         shown = k.execute("%odin status")
         out = k.execute('%odin answer "A person approves or rejects each row" --wait')
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nbtools import Kernel, text_of, write_tiny_loop
+from nbtools import INTERVIEW_SETUP, Kernel, text_of, write_interview_project, write_tiny_loop
 
 pytestmark = pytest.mark.slow
 
@@ -161,27 +161,11 @@ def test_the_run_chart_is_updated_in_place_from_the_background(kernel, tmp_path)
     assert any("image/png" in m["content"]["data"] for m in updates)
 
 
-TALK_LOOP = """\
-name: talk
-max_iterations: 3
-stages:
-  - id: interview
-    interview: {mode: deep, challenges: []}
-    produces: [spec.md, interview-log.md]
-    gate: {mode: ai+human, check: the stop condition holds}
-"""
-
-
 def test_the_live_view_shows_the_interviews_question_panel_and_answers_through_it(tmp_path, monkeypatch):
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
-        monkeypatch.delenv(var, raising=False)
-    script = Path(__file__).resolve().parent.parent / "example_notebooks" / "interview.script.yaml"
-    (tmp_path / "interview.script.yaml").write_text(script.read_text())
-    (tmp_path / ".odin-loop" / "loops").mkdir(parents=True)
-    (tmp_path / ".odin-loop" / "loops" / "talk.yaml").write_text(TALK_LOOP)
+    write_interview_project(tmp_path, monkeypatch)
     k = Kernel(tmp_path)
     try:
-        k.execute('%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"')
+        k.execute(INTERVIEW_SETUP)
         k.execute('%odin run talk --task "review bank CSV imports" --wait')
         k.execute(MAGICS + """\
 _view = _m.runner().view
