@@ -48,9 +48,7 @@ def test_dry_run_pause_status_approve_done(capsys, demo):
 
 
 def test_a_failed_test_stage_shows_as_looped(capsys, demo):
-    odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates", "test:fail", "--project", demo)
     # step the test stage into a failure: it shows 🔄 until it passes again
-    odin(capsys, "abandon", "--project", demo)
     odin(capsys, "run", "demo", "--task", "t2", "--dry", "--gates", "test:fail", "--project", demo)
     code, out, _ = odin(capsys, "step", "test", "--project", demo)
     assert code == 0 and "🔄 test gate failed" in out
