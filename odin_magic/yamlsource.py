@@ -114,6 +114,11 @@ class YamlDocument:
         return node.key_line, node.key_column
 
 
+def _offset_position(text: str, offset: int) -> tuple[int, int]:
+    """Line and column (1-based) of a character offset in ``text``."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def _mark(mark) -> tuple[int, int]:
     if mark is None:
         return 1, 1
@@ -365,8 +370,7 @@ def load_yaml(text: str) -> YamlDocument:
         nul = text.index("\x00")
         raise YamlError(
             "binary data (a NUL character): this is not YAML text",
-            text.count("\n", 0, nul) + 1,
-            nul - (text.rfind("\n", 0, nul) + 1) + 1,
+            *_offset_position(text, nul),
             hint="a loop file is UTF-8 YAML text",
         )
     builder = _Builder()
@@ -384,8 +388,7 @@ def load_yaml(text: str) -> YamlDocument:
         raise YamlError(f"invalid YAML: {problem}", line, column, hint="fix the YAML syntax at this line") from None
     except yaml.reader.ReaderError as exc:
         pos = exc.position if isinstance(exc.position, int) else 0
-        line = text.count("\n", 0, pos) + 1
-        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        line, column = _offset_position(text, pos)
         char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
         raise YamlError(
             f"the control character U+{char:04X} is not allowed in YAML text",
