@@ -524,11 +524,11 @@ class OdinMagics(Magics):
         report = validate_text(text, f"cell %%odin loop {name}", expected_name=name)
         saved = None
         if not report.errors:
+            from .store import write_atomic
+
             target = self.project_dir / ".odin-loop" / "loops" / f"{name}.yaml"
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".yaml.tmp")
-            tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-            os.replace(tmp, target)
+            write_atomic(target, text if text.endswith("\n") else text + "\n")
             saved = str(target.relative_to(self.project_dir))
         return ValidationDisplay([report], saved_to=saved, cell=True)
 
