@@ -206,26 +206,10 @@ class LoopRow:
 
 
 def loop_rows(entries: Iterable[Any], active_loop: str | None = None) -> list[LoopRow]:
-    """Normalise catalog entries (objects or dicts) to :class:`LoopRow`."""
-    rows = []
-    for entry in entries:
-        get = entry.get if isinstance(entry, dict) else (lambda k, d=None, _e=entry: getattr(_e, k, d))
-        name = get("name")
-        stages = get("stages", None)
-        if stages is None:
-            stages = get("stage_count", None)
-        if isinstance(stages, (list, tuple)):
-            stages = len(stages)
-        rows.append(LoopRow(
-            name=name,
-            description=get("description", "") or "",
-            stages=stages,
-            source=str(get("source", "") or ""),
-            overrides=bool(get("overrides", False) or get("overrides_builtin", False)),
-            valid=bool(get("valid", True) if get("valid", None) is not None else get("ok", True)),
-            active=name == active_loop,
-        ))
-    return rows
+    """The catalog's entries (:class:`odin_magic.catalog.LoopEntry`) as :class:`LoopRow`."""
+    return [LoopRow(name=e.name, description=e.description or "", stages=e.stage_count, source=e.source,
+                    overrides=e.overrides_builtin, valid=e.valid, active=e.name == active_loop)
+            for e in entries]
 
 
 class LoopListDisplay(_Display):

@@ -204,6 +204,8 @@ def test_list_shows_project_and_builtin_loops(ip, project):
     listing = odin(ip, "list")
     text = repr(listing)
     assert "tiny" in text and "project" in text and "spec-harness-tdd" in text
+    tiny = next(line for line in text.splitlines() if " tiny " in line)
+    assert tiny.split()[:4] == ["tiny", "3", "project", "yes"] and "A tiny loop for tests." in tiny
     assert "<table" in listing._repr_html_()
 
 
