@@ -46,8 +46,6 @@ def loop_diagram(loop: Loop) -> Figure:
     bottom = -0.75 - 0.25 * span
     ax.set_ylim(bottom, 1.0)
     ax.axis("off")
-    index = {s.id: i for i, s in enumerate(loop.stages)}
-    stage_by_index = {i: s.id for i, s in enumerate(loop.stages)}
     for i, stage in enumerate(loop.stages):
         mode = stage.gate.mode
         box = FancyBboxPatch((i - 0.42, -0.35), 0.84, 0.7, boxstyle="round,pad=0.03",
@@ -75,7 +73,7 @@ def loop_diagram(loop: Loop) -> Figure:
         ax.add_patch(FancyArrowPatch((src, -0.38), (dst, -0.38), connectionstyle=f"arc3,rad={rad}",
                                      arrowstyle="-|>", mutation_scale=9, color="#c33", linestyle="--"))
         depth = -rad * abs(src - dst) / 2
-        ax.text((src + dst) / 2, -0.38 - depth - 0.08, f"on_fail {stage_by_index[src]}→{stage_by_index[dst]}",
+        ax.text((src + dst) / 2, -0.38 - depth - 0.08, f"on_fail {loop.stages[src].id}→{loop.stages[dst].id}",
                 ha="center", va="top", fontsize=6.5, color="#c33", zorder=5,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # readable where arrows cross
     title = loop.name + (f" — {loop.description}" if loop.description else "")
