@@ -211,10 +211,9 @@ class Engine:
                     handle = self.store.create(created, loop.model_dump(mode="json"), at, self.command)
             except filelock.Timeout:
                 raise RunLocked("another process is creating a run in this project", hint="try again") from None
-            session = Session(handle, loop, worker)
-            self._emit("run_started", session.state, text=f"{loop.name}: {task.strip()}",
-                       data={"dry": dry is not None})
-            return self._drive_session(session)
+            with self._held(Session(handle, loop, worker)) as s:
+                self._emit("run_started", s.state, text=f"{loop.name}: {task.strip()}", data={"dry": dry is not None})
+                return self._drive(s)
 
     def run(self) -> RunState:
         """Continue the active run; at a pause this approves the paused stage first (seed 000, step 1)."""
@@ -360,17 +359,27 @@ class Engine:
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             loop = self.loop_for(handle.run_id)
             worker = self._worker_for(handle.state) if need_worker else None
-            session = Session(handle, loop, worker, {e.stage for e in handle.state.history if e.result == "pass"})
-            with self._view_lock:
-                self._session = session
+        except BaseException:
+            handle.close()
+            raise
+        passed = {e.stage for e in handle.state.history if e.result == "pass"}
+        with self._held(Session(handle, loop, worker, passed)) as session:
             if notice:
                 self._record(session, "notice", text=notice)
                 self._emit("notice", session.state, text=notice)
             yield session
+
+    @contextlib.contextmanager
+    def _held(self, session: Session) -> Iterator[Session]:
+        """``session`` as the one readers see while it drives; its run is closed after (state saved, lock released)."""
+        with self._view_lock:
+            self._session = session
+        try:
+            yield session
         finally:
             with self._view_lock:
                 self._session = None
-            handle.close()
+            session.handle.close()
 
     def _find_active(self, tell: bool = True) -> RunState | None:
         for loaded in self._readable_runs():
@@ -411,17 +420,7 @@ class Engine:
 
     # -- the drive ------------------------------------------------------------
 
-    def _drive_session(self, s: Session) -> RunState:
-        try:
-            return self._drive(s)
-        finally:
-            with self._view_lock:
-                self._session = None
-            s.handle.close()
-
     def _drive(self, s: Session) -> RunState:
-        with self._view_lock:
-            self._session = s
         while True:
             st = s.state
             if st.status == "awaiting_approval":
