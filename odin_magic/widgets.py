@@ -20,7 +20,7 @@ from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, Verdic
 from .events import EngineEvent
 from .report import format_event
 from .loop import Loop
-from .state import RunState
+from .state import RunState, Usage
 
 PREVIEW_CHARS = 1500
 MAX_OUTPUT_ENTRIES = 400
@@ -268,8 +268,7 @@ class RunView:
             self._render_title()
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
-            total = state.usage.total
-            self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
+            self._show_usage(state.usage.total)
             done = state.status in ("done", "failed", "abandoned")
             waiting = state.status in ("awaiting_approval", "awaiting_answer")
             self.stop_button.disabled = done or waiting
@@ -292,6 +291,9 @@ class RunView:
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
+
+    def _show_usage(self, total: Usage) -> None:
+        self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
 
     def _set_iterations(self, used: int, cap: int) -> None:
         self.progress.max = max(cap, 1)
@@ -375,9 +377,7 @@ class RunView:
             elif kind == "usage":
                 total = event.data.get("total")
                 if isinstance(total, dict):
-                    tokens = sum(int(total.get(k, 0) or 0) for k in (
-                        "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-                    self.usage.value = f"tokens {tokens:,}, cost ${float(total.get('cost_usd', 0.0)):.4f}"
+                    self._show_usage(Usage.model_validate(total))
             elif kind == "notice":
                 self._append("stdout", f"note: {event.text}\n")
             self._render_checklist()

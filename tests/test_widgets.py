@@ -142,3 +142,13 @@ def test_the_live_view_and_the_evidence_list_a_gate_command_alike(tmp_path):
                 "commands": [{"cmd": f"check {c}", "exit_code": c, "timed_out": t}
                              for c, t in ((0, False), (1, False), (None, True))]}
     assert VerdictRecord.from_evidence(evidence).commands == live
+
+
+def test_a_usage_event_shows_the_runs_total_tokens_and_cost(tmp_path):
+    from odin_magic.state import Usage
+
+    _, view, _, state = drive(tmp_path, [])
+    total = Usage(input_tokens=1000, output_tokens=200, cache_read_input_tokens=34, cost_usd=0.0123)
+    view.handle_event(EngineEvent("usage", state.run_id, "write", data={"stage": total.model_dump(),
+                                                                         "total": total.model_dump()}))
+    assert view.usage.value == "tokens 1,234, cost $0.0123"
