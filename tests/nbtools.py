@@ -108,13 +108,14 @@ class Kernel:
                 raise AssertionError(f"cell failed: {c['ename']}: {c['evalue']}\n{code}")
         return outputs
 
-    def drain(self, timeout: float = 0.2) -> None:
-        """Collect iopub messages that arrived after the last cell (background updates)."""
-        while True:
-            try:
-                self.messages.append(self.kc.get_iopub_msg(timeout=timeout))
-            except queue.Empty:
-                return
+    def drain(self) -> None:
+        """Collect the iopub messages background work sent so far: a round trip through an empty cell.
+
+        iopub is one ordered stream (the kernel's threads queue onto one IOPub thread), so once
+        that cell's idle status arrives, everything sent before it is in ``messages``: no waiting
+        for a quiet spell.
+        """
+        self.execute("pass")
 
     def restart(self) -> None:
         self.km.restart_kernel(now=True)
