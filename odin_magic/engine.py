@@ -565,7 +565,6 @@ class Engine:
             changes["artifacts"] = produced
         if st.dry is not None and isinstance(s.worker, DryWorker):
             changes["dry_gates"] = s.worker.remaining_gates
-        follow = None
         if passed:
             if stage.id not in s.passed:
                 changes["no_progress"] = 0
@@ -577,7 +576,6 @@ class Engine:
                 nxt = s.loop.next_stage_id(stage.id)
                 if nxt is None:
                     changes.update(status="done", ended_at=at)
-                    follow = "done"
                 else:
                     changes["current_stage"] = nxt
         else:
@@ -589,12 +587,10 @@ class Engine:
                 changes.update(status="failed", ended_at=at, failure_reason=(
                     f"total_iterations {total} exceeded max_iterations {st.max_iterations}; "
                     f"blocked at stage {stage.id}: {reason}"))
-                follow = "failed"
             elif s.loop.max_no_progress and stuck >= s.loop.max_no_progress:
                 changes.update(status="failed", ended_at=at, failure_reason=(
                     f"no progress: {stuck} consecutive loopbacks without a new gate passing "
                     f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
-                follow = "failed"
             else:  # a step stays on the stepped stage (seed 000); the drive loops back
                 changes["current_stage"] = stage.id if stepping else (stage.gate.on_fail or stage.id)
         self._record(s, "gate", stage=stage.id, entry=entry, set=changes)
@@ -605,9 +601,9 @@ class Engine:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
                        data={"evidence": evidence, "next_stage": s.state.current_stage,
                              "iterations": s.state.iterations.get(stage.id, 0)})
-        if follow == "done":
+        if s.state.status == "done":
             self._emit("done", s.state, text=f"run {st.run_id} done")
-        elif follow == "failed":
+        elif s.state.status == "failed":
             self._emit("failed", s.state, stage=stage.id, text=s.state.failure_reason or "")
 
     def _approve(self, s: Session) -> None:
