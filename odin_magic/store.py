@@ -436,6 +436,13 @@ class RunStore:
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
 
+    def _existing_run_dir(self, run_id: str) -> Path:
+        """The run's directory; :class:`RunNotFound` when it holds no event log."""
+        d = self.run_dir(run_id)
+        if not (d / LOG_NAME).is_file():
+            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
+        return d
+
     def run_ids(self) -> list[str]:
         """Ids of every run whose event log has begun (an unreadable one included), oldest first."""
         if not self.runs_dir.is_dir():
@@ -443,10 +450,7 @@ class RunStore:
         return sorted(d.name for d in self.runs_dir.iterdir() if _started(d / LOG_NAME))
 
     def load(self, run_id: str) -> Loaded:
-        d = self.run_dir(run_id)
-        if not (d / LOG_NAME).is_file():
-            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
-        return load_run(d)
+        return load_run(self._existing_run_dir(run_id))
 
     def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
         """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
@@ -495,9 +499,7 @@ class RunStore:
 
     def open(self, run_id: str, command: str, at: str) -> tuple[RunHandle, str | None]:
         """Open a run for driving: take its lock, cut a torn tail, repair state.json."""
-        d = self.run_dir(run_id)
-        if not (d / LOG_NAME).is_file():
-            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
+        d = self._existing_run_dir(run_id)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
         try:
