@@ -177,7 +177,8 @@ class Engine:
 
     def start(self, loop_name: str, task: str, dry: DryOptions | bool | None = None, *, loop: Loop | None = None) -> RunState:
         """Create a run of ``loop_name`` for ``task`` and drive it. Refused while another run is active."""
-        if not task or not task.strip():
+        task = (task or "").strip()
+        if not task:
             raise UsageError("a run needs a task: one line saying what you are building", hint="--task TEXT")
         if loop is None:
             loop = self.catalog.load(loop_name)
@@ -202,7 +203,7 @@ class Engine:
                     created = {
                         "run_id": run_id,
                         "loop": loop.name,
-                        "task": task.strip(),
+                        "task": task,
                         "started_at": at,
                         "current_stage": loop.stages[0].id,
                         "max_iterations": loop.max_iterations,
@@ -212,7 +213,7 @@ class Engine:
             except filelock.Timeout:
                 raise RunLocked("another process is creating a run in this project", hint="try again") from None
             with self._held(Session(handle, loop, worker)) as s:
-                self._emit("run_started", s.state, text=f"{loop.name}: {task.strip()}", data={"dry": dry is not None})
+                self._emit("run_started", s.state, text=f"{loop.name}: {task}", data={"dry": dry is not None})
                 return self._drive(s)
 
     def run(self) -> RunState:
