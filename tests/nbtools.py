@@ -32,7 +32,8 @@ stages:
 """
 
 REPO = Path(__file__).resolve().parent.parent
-INTERVIEW_SCRIPT = REPO / "example_notebooks" / "interview.script.yaml"
+NOTEBOOKS = REPO / "example_notebooks"
+INTERVIEW_SCRIPT = NOTEBOOKS / "interview.script.yaml"
 # a kernel's first cell for an interview project: the scripted interviewer answers, no model
 INTERVIEW_SETUP = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -43,6 +44,36 @@ def write_tiny_loop(project: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(TINY_LOOP, encoding="utf-8")
     return path
+
+
+def execute_notebook(name: str, where: Path, extra: tuple[str, ...] = ()):
+    """Copy the example notebook ``name`` (and the ``extra`` files it reads) to ``where`` and execute it
+    there in a real kernel (nbclient); the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for file in (name, *extra):
+        shutil.copy(NOTEBOOKS / file, where / file)
+    nb = nbformat.read(where / name, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
+    return nb
+
+
+def outputs_text(nb) -> list[str]:
+    """The text each code cell of an executed notebook shows, one string per cell."""
+    texts = []
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        parts = []
+        for o in c.outputs:
+            if o.output_type == "stream":
+                parts.append(o.text)
+            elif "data" in o:
+                parts.append(o.data.get("text/plain", ""))
+        texts.append("".join(parts))
+    return texts
 
 
 def without_model_key(monkeypatch) -> None:

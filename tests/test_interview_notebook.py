@@ -4,39 +4,17 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from nbtools import INTERVIEW_SETUP, REPO, Kernel, without_model_key, write_interview_project
-
-NOTEBOOKS = REPO / "example_notebooks"
+from nbtools import INTERVIEW_SETUP, Kernel, execute_notebook, outputs_text, without_model_key, write_interview_project
 
 pytestmark = pytest.mark.slow
 
 
-def run_notebook(where: Path) -> nbformat.NotebookNode:
-    for name in ("interview.ipynb", "interview.script.yaml"):
-        shutil.copy(NOTEBOOKS / name, where / name)
-    nb = nbformat.read(where / "interview.ipynb", as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
-    return nb
-
-
-def texts(nb) -> str:
-    out = []
-    for c in nb.cells:
-        for o in c.get("outputs", []):
-            out.append(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", ""))
-    return "\n".join(out)
-
-
 def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
     without_model_key(monkeypatch)
-    nb = run_notebook(tmp_path)
+    nb = execute_notebook("interview.ipynb", tmp_path, extra=("interview.script.yaml",))
     run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
     state = json.loads((run_dir / "state.json").read_text())
     assert state["status"] == "done"
@@ -50,7 +28,7 @@ def test_the_interview_notebook_runs_headlessly(tmp_path, monkeypatch):
     assert "ambiguity:  1→1.00  2→1.00  3→.25  4→.25  5→.17  6→.14   (target .15, reached @ round 6)" in log
     spec = (run_dir / "spec.md").read_text()
     assert "- Up to 1,000 rows per file; larger files are refused with a message" in spec.split("## Assumptions")[1]
-    shown = texts(nb)
+    shown = "\n".join(outputs_text(nb))
     assert "Round 3 | Component: Export | Challenge: contrarian" in shown
     assert "Round 0 | Topology" in shown
 

@@ -4,48 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from nbtools import REPO
-
-NOTEBOOKS = REPO / "example_notebooks"
+from nbtools import execute_notebook, outputs_text
 
 pytestmark = pytest.mark.slow
-
-
-def execute(name: str, where: Path, extra: tuple[str, ...] = ()) -> nbformat.NotebookNode:
-    for file in (name, *extra):
-        shutil.copy(NOTEBOOKS / file, where / file)
-    nb = nbformat.read(where / name, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
-    return nb
-
-
-def outputs_text(nb) -> list[str]:
-    texts = []
-    for c in nb.cells:
-        if c.cell_type != "code":
-            continue
-        parts = []
-        for o in c.outputs:
-            if o.output_type == "stream":
-                parts.append(o.text)
-            elif "data" in o:
-                parts.append(o.data.get("text/plain", ""))
-        texts.append("".join(parts))
-    return texts
 
 
 def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch):
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_MODEL"):
         monkeypatch.delenv(var, raising=False)  # offline, whatever the environment says
-    nb = execute("quickstart.ipynb", tmp_path, extra=("quickstart.script.yaml",))
+    nb = execute_notebook("quickstart.ipynb", tmp_path, extra=("quickstart.script.yaml",))
     texts = outputs_text(nb)
     # the deep interview ran in the notebook: its questions shown, answered by `%odin answer` cells
     answer_cells = [t for c, t in zip((c for c in nb.cells if c.cell_type == "code"), texts)
@@ -70,7 +40,7 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
 
 
 def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):
-    nb = execute("authoring.ipynb", tmp_path)
+    nb = execute_notebook("authoring.ipynb", tmp_path)
     texts = outputs_text(nb)
     joined = "\n".join(texts)
     assert "on_fial" in joined and "nothing saved" in joined
@@ -85,7 +55,7 @@ def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):
 @pytest.mark.skipif(not os.environ.get("ANTHROPIC_API_KEY"), reason="real-claude.ipynb calls the Anthropic API: "
                     "set ANTHROPIC_API_KEY to run it")
 def test_real_claude_notebook(tmp_path):
-    nb = execute("real-claude.ipynb", tmp_path)
+    nb = execute_notebook("real-claude.ipynb", tmp_path)
     assert (tmp_path / "greet.py").is_file()
     assert any("done" in t for t in outputs_text(nb))
 
@@ -95,5 +65,5 @@ def test_real_claude_notebook_stops_at_its_first_cell_without_a_key(tmp_path, mo
     from nbclient.exceptions import CellExecutionError
 
     with pytest.raises(CellExecutionError, match="set ANTHROPIC_API_KEY"):
-        execute("real-claude.ipynb", tmp_path)
+        execute_notebook("real-claude.ipynb", tmp_path)
     assert not (tmp_path / ".odin-loop").exists()  # nothing ran
