@@ -51,12 +51,6 @@ class WorkerFailed(OdinError):
     """A stage could not be completed by its worker; the run stays resumable."""
 
 
-def _usage_of(exc: Exception) -> Usage:
-    """What a failed call spent before failing (workers attach it as ``exc.usage``; none when absent)."""
-    usage = getattr(exc, "usage", None)
-    return usage if isinstance(usage, Usage) else Usage()
-
-
 def _local_naive(dt: datetime) -> datetime:
     return dt.astimezone().replace(tzinfo=None) if dt.tzinfo else dt
 
@@ -504,7 +498,7 @@ class Engine:
             self._asked(s, stage, asking)
             return
         except WorkerError as exc:
-            if self._add_usage(s, stage.id, _usage_of(exc)):
+            if self._add_usage(s, stage.id, exc.usage):
                 return  # what the stage spent before failing put the run over budget
             self._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {exc}")
             raise WorkerFailed(
@@ -533,7 +527,7 @@ class Engine:
                 cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
             )
         except WorkerError as exc:
-            if self._add_usage(s, stage.id, _usage_of(exc)):
+            if self._add_usage(s, stage.id, exc.usage):
                 return
             self._emit("stopped", st, stage=stage.id, text=f"the judge of stage {stage.id} failed: {exc}")
             raise WorkerFailed(

@@ -125,8 +125,7 @@ class DeepInterviewRunner:
         try:
             question = iv.answer(answer) if answer else iv.start()
         except WorkerError as exc:  # the calls that succeeded before the failing one were paid for too
-            failed = getattr(exc, "usage", None)
-            exc.usage = iv.take_usage() + (failed if isinstance(failed, Usage) else Usage())  # type: ignore[attr-defined]
+            exc.usage = iv.take_usage() + exc.usage
             raise
         finally:
             if self._record is not None and session is not None:

@@ -109,4 +109,9 @@ class Worker(Protocol):
 
 
 class WorkerError(Exception):
-    """A stage could not be completed (e.g. retries ran out). The run stays resumable."""
+    """A stage could not be completed (e.g. retries ran out). The run stays resumable.
+
+    ``usage`` is what the stage spent before it failed: the engine counts it against the budget.
+    """
+
+    usage: Usage = Usage()

@@ -361,11 +361,11 @@ class ClaudeWorker:
                     elif last.stop_reason == "max_tokens":
                         emit("info", f"the reply hit max_tokens ({self.settings.max_tokens}); the stage ends here")
             except WorkerError as exc:
-                exc.usage = usage  # type: ignore[attr-defined]
+                exc.usage = usage
                 raise
             except (anthropic.AnthropicError, ValidationError) as exc:
                 err = api_failure(exc, self.settings, f"stage {stage_id}")
-                err.usage = usage  # type: ignore[attr-defined]
+                err.usage = usage
                 raise err from exc
 
         if last is not None and last.stop_reason == "tool_use" and over_budget(job.loop, prior + usage) is None:
@@ -425,7 +425,7 @@ class ClaudeWorker:
                     continue
                 except anthropic.AnthropicError as exc:
                     err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
-                    err.usage = usage  # type: ignore[attr-defined]
+                    err.usage = usage
                     raise err from exc
                 usage = usage + self._cost(model, usage_of(reply), emit)
                 verdict = reply.parsed_output if reply.stop_reason != "refusal" else None
