@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .report import AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_status, stage_marks
+from .report import AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_status, stage_marks, threshold_standing
 from .state import RunState
 
 FAILED_MARK = "❌"
@@ -160,9 +160,10 @@ class StatusDisplay(_Display):
 def _against_threshold(iv) -> str:
     """Ambiguity against the threshold, truthfully: below it, the interview still asks until the
     round from which it may stop early (and the stop condition also needs criteria, no open blockers)."""
-    if iv.ambiguity > iv.threshold:
+    standing = threshold_standing(iv)
+    if standing == "above":
         return f"threshold {iv.threshold:.2f}, not reached yet"
-    if iv.rounds < EARLY_EXIT_FROM_ROUND:
+    if standing == "early":
         return (f"below threshold {iv.threshold:.2f}; the interview may stop from round "
                 f"{EARLY_EXIT_FROM_ROUND}")
     return f"below threshold {iv.threshold:.2f}"

@@ -9,10 +9,12 @@ needs the run dir).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .events import EngineEvent
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .state import RunState
+from .state import InterviewSummary, RunState
 
 PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "done": "✅", "failed": "❌", "abandoned": "✖"}
@@ -44,6 +46,14 @@ def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, st
     return out
 
 
+def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below"]:
+    """Where an interview's ambiguity stands against its threshold. ``early``: below it, but before the
+    round from which the interview may stop, so it still asks (the stop condition needs more than the number)."""
+    if iv.ambiguity > iv.threshold:
+        return "above"
+    return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
+
+
 def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
                   question: str | None = None) -> str:
     """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``)."""
@@ -63,12 +73,11 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
         lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
     if state.interview is not None:
         iv = state.interview
-        if iv.ambiguity > iv.threshold:
-            against = "not yet"
-        elif iv.rounds < EARLY_EXIT_FROM_ROUND:
-            against = f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}"
-        else:
-            against = "below threshold"
+        against = {
+            "above": "not yet",
+            "early": f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}",
+            "below": "below threshold",
+        }[threshold_standing(iv)]
         lines.append(
             f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({against})"
         )
