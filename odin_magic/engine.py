@@ -534,6 +534,7 @@ class Engine:
                 f"the gate of stage {stage.id!r} could not be judged: {exc}",
                 hint="the run is still running; `odin run` re-runs the stage and its gate",
             ) from None
+        outcome.edit_checks = result.edit_checks
         if outcome.verdict is not None:
             self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.verdict.passed else "fail",
                        data=outcome.verdict.model_dump())

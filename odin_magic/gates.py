@@ -38,6 +38,7 @@ class GateOutcome:
     commands_skipped: bool = False
     verdict: Verdict | None = None  # None when the judge was not consulted
     judge_usage: Usage = field(default_factory=Usage)
+    edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -51,6 +52,7 @@ class GateOutcome:
             "commands_skipped": self.commands_skipped,
             "verdict": self.verdict.model_dump() if self.verdict else None,
             "judged": self.verdict is not None,
+            "edit_checks": self.edit_checks,
         }
 
 

@@ -209,7 +209,18 @@ class Loop(_Strict):
         default=None, ge=1, description="A run fails after this many consecutive loopbacks with no new gate passing."
     )
     budget: Budget | None = Field(default=None, description="Token and/or USD limits for one run.")
+    post_edit: list[Union[Annotated[str, Field(min_length=1)], GateCommand]] = Field(
+        default_factory=list,
+        description="Fast-fail commands run after every file a worker writes or edits, in the project "
+        "directory with $ODIN_EDITED_FILE set (30 s timeout unless given); a failure goes back to the "
+        "model as the tool's error. Python, JSON, YAML and TOML files are always checked to parse.",
+    )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
+
+    @field_validator("post_edit", mode="after")
+    @classmethod
+    def _post_edit_commands(cls, value: list) -> list[GateCommand]:
+        return [GateCommand(cmd=v) if isinstance(v, str) else v for v in value]
 
     def stage(self, stage_id: str) -> Stage:
         for stage in self.stages:

@@ -77,6 +77,7 @@ class StageJob:
 class StageResult:
     summary: str = ""
     usage: Usage = field(default_factory=Usage)
+    edit_checks: list[dict] = field(default_factory=list)  # fast-fail checks of written files (postedit.EditCheck)
 
 
 @dataclass(frozen=True)

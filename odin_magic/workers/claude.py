@@ -46,7 +46,7 @@ from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 from .conversation import RunThread, estimate_tokens
 from .prompts import JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
-from .toolbox import RoleToolbox, bash_environment
+from .toolbox import RoleToolbox, bash_environment, edit_checker
 
 ClientFactory = Callable[[], AsyncAnthropic]
 T = TypeVar("T")
@@ -301,12 +301,9 @@ class ClaudeWorker:
         async with AsyncExitStack() as stack:
             client = self._client_factory()
             stack.push_async_callback(client.close)
+            env = bash_environment(Path(job.project_dir), Path(job.run_dir), job.run_id, stage_id)
             ctx = await stack.enter_async_context(
-                AgentToolContext(
-                    workdir=str(job.project_dir),
-                    allowed_roots=[Path(job.run_dir)],
-                    env=bash_environment(Path(job.project_dir), Path(job.run_dir), job.run_id, stage_id),
-                )
+                AgentToolContext(workdir=str(job.project_dir), allowed_roots=[Path(job.run_dir)], env=env)
             )
             toolbox = RoleToolbox(
                 ctx,
@@ -316,6 +313,7 @@ class ClaudeWorker:
                 on_call=lambda line: emit("tool", line),
                 on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
                 on_error=lambda msg: emit("info", msg),
+                check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env),
             )
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
             try:
@@ -376,7 +374,7 @@ class ClaudeWorker:
             thread.save()
         if toolbox.refusals:
             summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
-        return StageResult(summary=summary, usage=usage)
+        return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks])
 
     # -- judge --------------------------------------------------------------------------
 

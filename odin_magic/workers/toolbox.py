@@ -17,6 +17,7 @@ does not, so the worker calls it when the stage ends.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -25,8 +26,13 @@ from anthropic.lib.tools import BetaAsyncFunctionTool, ToolError, beta_async_too
 from anthropic.lib.tools._beta_functions import aclose_runnable_tool
 from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_toolset_20260401, resolve_path
 
-from ..gates import command_env
+from ..gates import command_env, run_command
+from ..loop import GateCommand
+from ..postedit import EditCheck, check_edit, failure_message
 from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
+
+#: Checks a file just written (its real path, and the path as the model named it).
+EditChecker = Callable[[Path, str], list[EditCheck]]
 
 
 def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
@@ -35,6 +41,19 @@ def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: st
     env = command_env(project_dir, run_dir, run_id, stage_id)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
     return env
+
+
+def edit_checker(commands: list[GateCommand], project_dir: Path, env: dict[str, str]) -> EditChecker:
+    """The fast-fail check of a stage's writes: the file's own parse check, then the loop's
+    ``post_edit`` commands, run like gate commands (process group, timeout) in the project dir."""
+
+    def run(command: GateCommand, extra: dict[str, str]) -> tuple[bool, str]:
+        ev = run_command(command, project_dir, {**env, **extra})
+        if ev.timed_out:
+            return False, f"timed out after {command.timeout:g} s"
+        return ev.ok, (ev.stderr_tail.strip() or ev.stdout_tail.strip() or f"exit {ev.exit_code}")
+
+    return lambda path, shown: check_edit(path, shown, commands, run)
 
 
 def describe_call(name: str, args: dict[str, Any]) -> str:
@@ -75,6 +94,7 @@ class RoleToolbox:
         on_call: Callable[[str], None],
         on_refused: Callable[[str], None],
         on_error: Callable[[str], None] | None = None,
+        check_edit: EditChecker | None = None,
     ):
         self.ctx = ctx
         self.policy = policy
@@ -83,7 +103,9 @@ class RoleToolbox:
         self._on_call = on_call
         self._on_refused = on_refused
         self._on_error = on_error
+        self._check_edit = check_edit
         self.refusals: list[str] = []
+        self.edit_checks: list[EditCheck] = []  # every fast-fail check made after a write or edit
         self._sdk_tools = beta_agent_toolset_20260401(ctx)
         self.tools = [self._wrap(tool) for tool in self._sdk_tools]
 
@@ -121,15 +143,32 @@ class RoleToolbox:
             self._on_call(describe_call(name, args))
             self._check(name, args)
             try:
-                return await tool.call(args)
+                result = await tool.call(args)
             except ToolError as exc:
                 if self._on_error is not None:
                     first = str(exc).strip().splitlines()[-1:] or [""]
                     self._on_error(f"{name} failed: {first[0][:200]}")
                 raise
+            if name in WRITE_TOOLS and self._check_edit is not None:
+                await self._fast_fail(str(args.get("file_path", "")))
+            return result
 
         call.__name__ = name
         return beta_async_tool(name=name, description=tool.description, input_schema=schema)(call)
+
+    async def _fast_fail(self, file_path: str) -> None:
+        """Check the file just written; a failed check goes back to the model as the tool's error."""
+        try:
+            target = resolve_path(self.ctx, file_path)
+        except ValueError:
+            return
+        checks = await asyncio.to_thread(self._check_edit, target, file_path)
+        self.edit_checks.extend(checks)
+        message = failure_message(checks)
+        if message is not None:
+            if self._on_error is not None:
+                self._on_error(message.splitlines()[0][:300])
+            raise ToolError(message)
 
     async def aclose(self) -> None:
         """End what the tools hold (the bash tool's shell), whatever happened in the stage."""
