@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
+import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -216,8 +217,10 @@ def write_atomic(path: Path, text: str) -> None:
 
     A crash leaves the old file or the new one, never half of one; the temp
     file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
+    The file gets the mode any program's new file gets (0666 less the umask),
+    or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -227,6 +230,28 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """An exclusive new temp file beside ``path``, with ``path``'s mode or the umask's."""
+    try:
+        keep = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        keep = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask, as for any new file
+        except FileExistsError:
+            continue
+        if keep is not None:
+            try:
+                os.fchmod(fd, keep)
+            except OSError:
+                pass
+        return fd, tmp
+    raise FileExistsError(f"no free temp name beside {path}")
 
 
 def _fsync_dir(path: Path) -> None:

@@ -270,3 +270,29 @@ def test_a_reader_catching_up_with_a_live_driver_says_nothing(finished):
     (run_dir / "driver.json").write_text("{}")  # a driver holds the run and has not saved yet
     loaded = load_run(run_dir)
     assert loaded.notice is None and loaded.state.to_json() == state.to_json()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_files_the_engine_writes_follow_the_umask(project, write_loop, umask):
+    """state.json, loop.json, gate evidence and artifacts get 0666 less the umask, as any program's files do."""
+    write_loop()
+    old = os.umask(umask)
+    try:
+        state = Engine(project).start("demo", "t", dry=DryOptions(gates=["test:fail"], approve_all=True))
+    finally:
+        os.umask(old)
+    run_dir = RunStore(project).run_dir(state.run_id)
+    written = [p for p in [*run_dir.rglob("*"), *(project / "src").rglob("*")] if p.is_file() and p.suffix != ".lock"]
+    names = {p.name for p in written}
+    assert {STATE_NAME, "loop.json", "spec.md"} <= names and any(p.parent.name == "gates" for p in written)
+    modes = {str(p.relative_to(project)): oct(p.stat().st_mode & 0o777) for p in written}
+    assert modes == {name: oct(0o666 & ~umask) for name in modes}
+
+
+def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    target = tmp_path / "script.sh"
+    target.write_text("old")
+    target.chmod(0o755)
+    write_atomic(target, "new")
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]  # no temp file left behind

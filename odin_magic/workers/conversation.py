@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..store import write_atomic
 
 THREAD_FILE = "thread.json"
 #: Characters per token, for the budget estimate (conservative for English and code).
@@ -78,16 +79,7 @@ class RunThread:
             "segments": [{"stage": s.stage, "summary": s.summary, "messages": s.messages} for s in self.segments],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".thread-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, ensure_ascii=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False))
 
     def history(self) -> list[dict[str, Any]]:
         return [m for s in self.segments for m in s.messages]
