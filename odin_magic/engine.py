@@ -536,7 +536,7 @@ class Engine:
             ) from None
         outcome.edit_checks = result.edit_checks
         if outcome.verdict is not None:
-            self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.verdict.passed else "fail",
+            self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.passed else "fail",
                        data=outcome.verdict.model_dump())
         if self._add_usage(s, stage.id, outcome.judge_usage):
             return

@@ -153,13 +153,25 @@ def evaluate(
                 return GateOutcome(False, _describe_failure(ev), commands=evidence)
     result = worker.judge(judge_job(evidence), sink)
     verdict = result.verdict
-    reason = None
-    if not verdict.passed:
-        reason = "; ".join(verdict.blocking or verdict.reasons) or "the judge found the check unmet"
+    passed, reason = judged(verdict)
     return GateOutcome(
-        verdict.passed, reason, commands=evidence, commands_skipped=not run_commands and bool(stage.gate.commands),
+        passed, reason, commands=evidence, commands_skipped=not run_commands and bool(stage.gate.commands),
         verdict=verdict, judge_usage=result.usage,
     )
+
+
+def judged(verdict: Verdict) -> tuple[bool, str | None]:
+    """The gate's decision from a verdict: its findings decide, not its ``passed`` flag alone.
+
+    A verdict that says it passed while listing a blocking finding contradicts itself; the
+    finding wins (seed 000: prefer the worker's own labels at the gate) and the gate fails.
+    """
+    blocking = [b for b in verdict.blocking if b.strip()]
+    if verdict.passed and not blocking:
+        return True, None
+    if verdict.passed:
+        return False, "the judge said passed but listed blocking finding(s): " + "; ".join(blocking)
+    return False, "; ".join(blocking or verdict.reasons) or "the judge found the check unmet"
 
 
 def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> str:
