@@ -456,14 +456,22 @@ class OdinMagics(Magics):
         return LoopSummary(loop)
 
     def _cmd_config(self, args):
-        for item in args.assignments:
-            key, sep, value = item.partition("=")
-            key = key.strip()
-            if not sep or key not in self._CONFIG_KEYS:
-                raise UsageError(f"config takes KEY=VALUE with KEY one of {', '.join(self._CONFIG_KEYS)}; got {item!r}")
-            self._set(key, value.strip())
-        if args.assignments:
-            self.settings()  # validate now: a bad value is reported here, not at the next run
+        before = {key: getattr(self, key) for key in self._CONFIG_KEYS}
+        try:
+            for item in args.assignments:
+                key, sep, value = item.partition("=")
+                key = key.strip()
+                if not sep or key not in self._CONFIG_KEYS:
+                    raise UsageError(f"config takes KEY=VALUE with KEY one of {', '.join(self._CONFIG_KEYS)}; got {item!r}")
+                self._set(key, value.strip())
+            if args.assignments:
+                self.settings()  # validate now: a bad value is reported here, not at the next run
+        except Exception:
+            # all or nothing: a refused assignment leaves every previous value in force
+            for key, value in before.items():
+                if getattr(self, key) != value:
+                    setattr(self, key, value)
+            raise
         return ConfigDisplay(self._config_items())
 
     def _set(self, key: str, value: str) -> None:
