@@ -1,0 +1,178 @@
+"""``odin new``: author a loop by answering seed 000's seven questions.
+
+``--answers FILE`` answers them non-interactively; otherwise the terminal asks
+each question (``--describe TEXT`` first asks a configured model to propose
+answers, which Enter accepts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable
+
+from . import add_project, project_dir
+from .. import authoring as au
+from ..errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "new",
+        help="author a new loop by answering seven questions",
+        description="Author a loop by answering seed 000's seven questions (kind of work, stages, gates, "
+        "on_fail, max_iterations, roles, deep interview). Writes .odin-loop/loops/NAME.yaml once it validates.",
+    )
+    p.add_argument("name", metavar="NAME", help="the new loop's name (its file stem)")
+    p.add_argument("--answers", metavar="FILE", help="a YAML file answering the seven questions (no prompts)")
+    p.add_argument("--describe", metavar="TEXT", help="one line about the work: a configured model proposes answers")
+    p.add_argument("--force", action="store_true", help="replace an existing loop of that name")
+    add_project(p)
+    p.set_defaults(handler=cmd_new)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    project = project_dir(args)
+    au.check_name(args.name)
+    target = au.loop_path(project, args.name)
+    if target.exists() and not args.force:  # said before any question is asked
+        raise UsageError(f"{target} already exists; odin new never overwrites a loop",
+                         hint="pick another name, or pass --force to replace it")
+    if args.answers:
+        answers = au.load_answers(args.answers)
+        path, text = au.write_loop(project, args.name, answers, force=args.force)
+    else:
+        proposal = None
+        if args.describe:
+            from ..config import Settings
+
+            settings = Settings.from_env()
+            if au.model_configured(settings):
+                proposal = au.propose_answers(args.describe, settings, au.proposal_client_factory(settings, project))
+                print(f"(a model proposed answers for: {args.describe}; press Enter to accept each)")
+            else:
+                print("(no model configured: answer the questions yourself)", file=sys.stderr)
+        path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
+    print(text.rstrip())
+    print(f"\nwrote {path}")
+    print(f'start it: odin run {args.name} --task "what you are building"   (or --dry to try it offline)')
+    return 0
+
+
+def input_line(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except EOFError:
+        raise UsageError("the input ended before the questions were answered",
+                         hint="answer them all, or use --answers FILE") from None
+
+
+class TerminalInterview:
+    """The seven questions as terminal prompts; answers the validator rejects are asked again."""
+
+    def __init__(self, ask: Callable[[str], str], say: Callable[[str], None]):
+        self.ask = ask
+        self.say = say
+
+    def _q(self, prompt: str, default: Any = None) -> str:
+        shown = f" [{default}]" if default not in (None, "") else ""
+        reply = self.ask(f"{prompt}{shown}: ").strip()
+        return reply if reply else ("" if default is None else str(default))
+
+    def run(self, project, name: str, proposal: au.Answers | None, force: bool):
+        data: dict[str, Any] = proposal.model_dump(mode="json") if proposal else {}
+        pending = [q.key for q in au.QUESTIONS]
+        for _ in range(20):
+            for key in pending:
+                question = au.QUESTION_BY_KEY[key]
+                self.say(f"\n{question.number}. {question.text}")
+                getattr(self, "_ask_" + key)(data)
+            try:
+                answers = au.parse_answers(data, "your answers")
+                d = au.draft(name, answers)
+                problems = d.problems
+            except au.AnswersInvalid as exc:
+                problems = exc.problems
+            if not problems:
+                return au.write_loop(project, name, answers, force=force)
+            self.say("\nThe loop does not validate yet:")
+            for p in problems:
+                self.say(f"  {p}")
+            pending = sorted({p.question.key for p in problems}, key=lambda k: au.QUESTION_BY_KEY[k].number)
+        raise UsageError("too many rounds of invalid answers", hint="write an answers file and use --answers FILE")
+
+    def _stage_ids(self, data) -> list[str]:
+        return [s["id"] for s in data.get("stages", [])]
+
+    def _ask_kind(self, data):
+        data["kind"] = self._q("kind of work", data.get("kind") or "general coding")
+
+    def _ask_stages(self, data):
+        old = data.get("stages") or []
+        if old:
+            self.say("  proposed: " + ", ".join(f"{s['id']} ({s['goal']})" for s in old))
+            if self._q("keep these stages? y/n", "y").lower().startswith("y"):
+                return
+        self.say("  one stage per line as `id: goal`; an empty line ends the list")
+        stages = []
+        while True:
+            line = self.ask("  stage: ").strip()
+            if not line:
+                if stages:
+                    break
+                self.say("  at least one stage")
+                continue
+            sid, _, goal = line.partition(":")
+            stages.append({"id": sid.strip(), "goal": goal.strip() or sid.strip()})
+        data["stages"] = stages
+
+    def _ask_gates(self, data):
+        old = {g["stage"]: g for g in data.get("gates") or []}
+        gates = []
+        for sid in self._stage_ids(data):
+            g = old.get(sid, {})
+            check = self._q(f"  {sid}: gate check", g.get("check"))
+            mode = self._q(f"  {sid}: ai or ai+human", g.get("mode") or "ai")
+            run = self._q(f"  {sid}: commands that decide it, separated by ';' (- for none)",
+                          "; ".join(g.get("run") or []) or "-")
+            gates.append({"stage": sid, "mode": mode, "check": check,
+                          "run": [c.strip() for c in run.split(";") if c.strip() and c.strip() != "-"]})
+        data["gates"] = gates
+
+    def _ask_on_fail(self, data):
+        old = {lb["stage"]: lb["to"] for lb in data.get("on_fail") or []}
+        loops = []
+        for sid in self._stage_ids(data):
+            to = self._q(f"  {sid}: on_fail (a stage id; - retries {sid})", old.get(sid, "-"))
+            if to and to != "-":
+                loops.append({"stage": sid, "to": to})
+        data["on_fail"] = loops
+
+    def _ask_max_iterations(self, data):
+        raw = self._q("max_iterations", data.get("max_iterations") or 5)
+        data["max_iterations"] = int(raw) if raw.isdigit() else raw
+
+    def _ask_roles(self, data):
+        old = {r["stage"]: r["role"] for r in data.get("roles") or []}
+        roles = []
+        for s in data.get("stages") or []:
+            default = old.get(s["id"]) or au.default_role(au.StageAnswer.model_construct(**s))
+            roles.append({"stage": s["id"], "role": self._q(f"  {s['id']}: role", default)})
+        data["roles"] = roles
+
+    def _ask_interview(self, data):
+        old = data.get("interview") or {}
+        wanted = self._q("open with a deep interview? y/n", "y" if old.get("enabled") else "n").lower().startswith("y")
+        if not wanted:
+            data["interview"] = {"enabled": False}
+            return
+        threshold = self._q("  ambiguity threshold", old.get("threshold", 0.15))
+        challenges = self._q("  challenges", ", ".join(old.get("challenges") or au.DEFAULT_CHALLENGES))
+        assist = self._q("  auto_assist? y/n", "y" if old.get("auto_assist", True) else "n")
+        try:
+            threshold_value: Any = float(threshold)
+        except ValueError:
+            threshold_value = threshold
+        data["interview"] = {"enabled": True, "threshold": threshold_value,
+                             "challenges": [c.strip() for c in challenges.split(",") if c.strip()],
+                             "auto_assist": assist.lower().startswith("y")}
