@@ -175,6 +175,9 @@ def _next_hint(state: RunState) -> str:
                 "%odin approve, or %odin revise \"feedback\".")
     if state.status == "awaiting_answer":
         return f"{state.current_stage} asks you a question: %odin answer \"your answer\"."
+    if state.status == "blocked" and state.blocked is not None:
+        b = state.blocked
+        return f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} (in the notebook: %odin run)."
     if state.status == "running":
         return "Running (or stopped mid-run): %odin run continues it, %odin stop ends it after the current step."
     return ""

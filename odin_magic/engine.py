@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates
+from . import gates, routing
 from .artifacts import placements, project_relative
 from .catalog import LoopCatalog
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
@@ -217,6 +217,8 @@ class Engine:
                 self._approve(s)
             elif s.state.status == "awaiting_answer":
                 self._ask_again(s)
+            elif s.state.status == "blocked":
+                self._unblock(s)
             return self._drive(s)
 
     def answer(self, text: str) -> RunState:
@@ -441,6 +443,16 @@ class Engine:
             s.answer = answer
             self._run_stage(s, s.loop.stage(s.state.current_stage), stepping=False)
 
+    def _unblock(self, s: Session) -> None:
+        """Continue a blocked run: an environment block re-checks the gate alone (the work is done)."""
+        blocked = s.state.blocked
+        self._record(s, "unblocked", stage=s.state.current_stage,
+                     set={"status": "running", "blocked": None, "repeats": None})
+        self._emit("unblocked", s.state, stage=s.state.current_stage,
+                   text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
+        if blocked is not None and blocked.kind == "environment" and not self._check_timeout(s):
+            self._run_stage(s, s.loop.stage(blocked.stage), stepping=False, perform=False)
+
     def _interview_runner_for(self, s: Session, stage: Stage) -> InterviewRunner | None:
         """The runner for a deep-interview stage of a real run (dry runs treat it like any stage)."""
         if stage.interview is None or s.state.dry is not None:
@@ -470,7 +482,8 @@ class Engine:
         self._emit("awaiting_answer", s.state, stage=stage.id,
                    text=f"{stage.id} waits for your answer: `odin answer TEXT` (`odin question` shows it again)")
 
-    def _run_stage(self, s: Session, stage: Stage, stepping: bool) -> None:
+    def _run_stage(self, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
+        """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it."""
         st = s.state
         run_dir = s.handle.run_dir
         agent = stage.resolved_agent
@@ -489,11 +502,13 @@ class Engine:
         def sink(ev: WorkerEvent) -> None:
             self._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
 
-        self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
-                   data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
         runner = self._interview_runner_for(s, stage)  # a deep-interview stage goes to the interview runner
+        if perform:
+            self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
+                       data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
         try:
-            result = runner(s, job, sink) if runner is not None else s.worker.perform(job, sink)
+            result = (StageResult() if not perform else
+                      runner(s, job, sink) if runner is not None else s.worker.perform(job, sink))
         except AwaitingAnswer as asking:
             self._asked(s, stage, asking)
             return
@@ -547,11 +562,12 @@ class Engine:
             entry: project_relative(p.path, self.project_dir, p.is_dir)
             for entry, p in produces.items() if p.exists()
         }
-        self._record_gate(s, stage, outcome.passed, outcome.reason, evidence, produced, stepping, at)
+        self._record_gate(s, stage, outcome, evidence, produced, stepping, at)
 
-    def _record_gate(self, s: Session, stage: Stage, passed: bool, reason: str | None,
+    def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
                      evidence: str, produced: dict[str, str], stepping: bool, at: str) -> None:
         st = s.state
+        passed, reason = outcome.passed, outcome.reason
         entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
@@ -564,6 +580,8 @@ class Engine:
         if passed:
             if stage.id not in s.passed:
                 changes["no_progress"] = 0
+            if routing.streak_after_pass(st.repeats, stage.id):
+                changes["repeats"] = None
             if stage.gate.pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:
@@ -575,20 +593,9 @@ class Engine:
                 else:
                     changes["current_stage"] = nxt
         else:
-            count = st.iterations.get(stage.id, 0) + 1
-            total = st.total_iterations + 1
-            stuck = st.no_progress + 1
-            changes.update(iterations={stage.id: count}, total_iterations=total, no_progress=stuck)
-            if total > st.max_iterations:
-                changes.update(status="failed", ended_at=at, failure_reason=(
-                    f"total_iterations {total} exceeded max_iterations {st.max_iterations}; "
-                    f"blocked at stage {stage.id}: {reason}"))
-            elif s.loop.max_no_progress and stuck >= s.loop.max_no_progress:
-                changes.update(status="failed", ended_at=at, failure_reason=(
-                    f"no progress: {stuck} consecutive loopbacks without a new gate passing "
-                    f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
-            else:  # a step stays on the stepped stage (seed 000); the drive loops back
-                changes["current_stage"] = stage.id if stepping else (stage.gate.on_fail or stage.id)
+            route = routing.route(stage.id, reason, outcome.commands, outcome.missing, st.repeats, s.loop.max_repeats)
+            entry["failure"] = route.failure
+            changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         self._record(s, "gate", stage=stage.id, entry=entry, set=changes)
         if passed:
             s.passed.add(stage.id)
@@ -601,6 +608,38 @@ class Engine:
             self._emit("done", s.state, text=f"run {st.run_id} done")
         elif s.state.status == "failed":
             self._emit("failed", s.state, stage=stage.id, text=s.state.failure_reason or "")
+        elif s.state.status == "blocked":
+            self._announce_block(s)
+
+    def _failure_changes(self, s: Session, stage: Stage, route: routing.Route, reason: str | None,
+                         stepping: bool, at: str) -> dict[str, Any]:
+        """Where a failed gate sends the run: blocked (environment: no loopback spent), failed (a cap),
+        blocked after counting (repeated), or the loopback."""
+        st = s.state
+        if route.failure == "environment":  # the human fixes the environment; `run` re-checks the gate
+            return {"status": "blocked", "blocked": route.blocked.model_dump(), "current_stage": stage.id}
+        total, stuck = st.total_iterations + 1, st.no_progress + 1
+        changes: dict[str, Any] = {"iterations": {stage.id: st.iterations.get(stage.id, 0) + 1},
+                                   "total_iterations": total, "no_progress": stuck,
+                                   "repeats": route.streak.model_dump()}
+        if total > st.max_iterations:
+            changes.update(status="failed", ended_at=at, failure_reason=(
+                f"total_iterations {total} exceeded max_iterations {st.max_iterations}; "
+                f"blocked at stage {stage.id}: {reason}"))
+        elif s.loop.max_no_progress and stuck >= s.loop.max_no_progress:
+            changes.update(status="failed", ended_at=at, failure_reason=(
+                f"no progress: {stuck} consecutive loopbacks without a new gate passing "
+                f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
+        else:  # a step stays on the stepped stage (seed 000); the drive loops back
+            changes["current_stage"] = stage.id if stepping else (stage.gate.on_fail or stage.id)
+            if route.blocked is not None:  # repeated: pause for the human instead of looping on
+                changes.update(status="blocked", blocked=route.blocked.model_dump())
+        return changes
+
+    def _announce_block(self, s: Session) -> None:
+        b = s.state.blocked
+        self._emit("blocked", s.state, stage=b.stage, text=f"{b.stage} blocked ({b.kind}): {b.reason}; to do: {b.fix}",
+                   data=b.model_dump())
 
     def _approve(self, s: Session) -> None:
         st = s.state

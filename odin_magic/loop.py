@@ -208,6 +208,11 @@ class Loop(_Strict):
     max_no_progress: int | None = Field(
         default=None, ge=1, description="A run fails after this many consecutive loopbacks with no new gate passing."
     )
+    max_repeats: int = Field(
+        default=3, ge=1,
+        description="Pause the run for the human once one stage fails with the same (normalized) reason "
+        "this many times in a row, instead of looping on.",
+    )
     budget: Budget | None = Field(default=None, description="Token and/or USD limits for one run.")
     post_edit: list[Union[Annotated[str, Field(min_length=1)], GateCommand]] = Field(
         default_factory=list,

@@ -16,8 +16,9 @@ from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
 from .state import InterviewSummary, RunState
 
-PASSED, LOOPED, AWAITING, NOT_STARTED = "✅", "🔄", "⏸", "⬜"
-STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "done": "✅", "failed": "❌", "abandoned": "✖"}
+PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
+STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
+               "done": "✅", "failed": "❌", "abandoned": "✖"}
 
 
 def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
@@ -34,6 +35,9 @@ def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, st
             mark = AWAITING
             waiting = "awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer"
             note = waiting + (f", {note}" if note else "")
+        elif state.status == "blocked" and state.blocked is not None and sid == state.blocked.stage:
+            mark = BLOCKED
+            note = f"blocked ({state.blocked.kind})" + (f", {note}" if note else "")
         elif last.get(sid) == "pass":
             mark = PASSED
         elif last.get(sid) == "fail":
@@ -68,6 +72,9 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     ]
     if state.failure_reason:
         lines.append(f"reason   {state.failure_reason}")
+    if state.status == "blocked" and state.blocked is not None:
+        lines.append(f"blocked  {state.blocked.kind} at {state.blocked.stage}: {state.blocked.reason}")
+        lines.append(f"to do    {state.blocked.fix}")
     total = state.usage.total
     if total.total_tokens or total.cost_usd:
         lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
@@ -95,6 +102,8 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
             mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
             extra = f" [{e.agent}]" if e.agent else ""
             why = f" — {e.reason}" if e.reason else ""
+            if e.failure and e.failure != "recoverable":
+                why += f" [{e.failure}]"
             lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
     if question:
         lines += ["", f"{AWAITING} waiting for your answer:", question]
@@ -163,4 +172,8 @@ def format_event(event: EngineEvent) -> str | None:
         return text
     if k == "awaiting_answer":
         return f"{AWAITING} {text}"
+    if k == "blocked":
+        return f"⛔ {text}"
+    if k == "unblocked":
+        return f"▶ {text}"
     return None

@@ -11,9 +11,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunStatus = Literal["running", "awaiting_approval", "awaiting_answer", "done", "failed", "abandoned"]
+RunStatus = Literal["running", "awaiting_approval", "awaiting_answer", "blocked", "done", "failed", "abandoned"]
 #: awaiting_answer: a deep-interview stage waits for the user's answer (see Engine.answer).
-ACTIVE_STATUSES = ("running", "awaiting_approval", "awaiting_answer")
+#: blocked: the run waits for the human to fix something no loopback can (``RunState.blocked`` says
+#: what; see odin_magic.routing); ``odin run`` continues it.
+ACTIVE_STATUSES = ("running", "awaiting_approval", "awaiting_answer", "blocked")
 
 #: History's gate vocabulary (seed 000): ``ai`` an ai gate auto-passed (or was
 #: judged and failed); ``ai-pending`` an ai+human/human stage passed AI judgment
@@ -72,6 +74,26 @@ class InterviewSummary(_State):
     topology: list[str]
 
 
+class Streak(_State):
+    """Consecutive failures of one stage with one normalized reason (``RunState.repeats``)."""
+
+    stage: str
+    signature: str
+    count: int
+
+
+BlockKind = Literal["environment", "repeated", "judge"]
+
+
+class Blocked(_State):
+    """Why a ``blocked`` run waits for the human (``RunState.blocked``), and what to do."""
+
+    kind: BlockKind
+    stage: str
+    reason: str
+    fix: str
+
+
 class HistoryEntry(_State):
     stage: str
     result: Literal["pass", "fail"]
@@ -80,6 +102,7 @@ class HistoryEntry(_State):
     agent: str | None = None  # set for stages that ran in a fresh context
     reason: str | None = None  # why a gate failed (fail entries)
     evidence: str | None = None  # run-dir-relative path of the gate's evidence file
+    failure: Literal["recoverable", "environment", "repeated"] | None = None  # fail entries: the routing class
 
 
 class DryOptions(_State):
@@ -111,6 +134,8 @@ class RunState(_State):
     no_progress: int = 0
     ended_at: str | None = None
     feedback: str | None = None  # a pending revision request (cleared by the next gate)
+    blocked: Blocked | None = None  # set while status is "blocked"
+    repeats: Streak | None = None  # the current streak of identical failures (odin_magic.routing)
     log_seq: int = 0  # sequence number of the last event-log record folded in
 
     @property

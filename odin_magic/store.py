@@ -38,7 +38,7 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
-from .state import DryOptions, HistoryEntry, InterviewSummary, RunState, Usage
+from .state import Blocked, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
 STATE_NAME = "state.json"
@@ -57,8 +57,11 @@ GITIGNORE_TEXT = (
 #: ``artifacts`` are merged key by key; ``dry_gates`` replaces the dry script).
 SETTABLE = (
     "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
-    "ended_at", "feedback", "iterations", "artifacts", "dry_gates",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats",
 )
+
+#: settable fields that hold a model (validated as they are folded in; None clears them)
+_MODELLED = {"blocked": Blocked, "repeats": Streak}
 
 
 _HISTORY_MARK = "\u0000history\u0000"
@@ -125,6 +128,8 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
         elif key == "dry_gates":
             if state.dry is not None:
                 state.dry.gates = list(value)
+        elif key in _MODELLED:
+            setattr(state, key, None if value is None else _MODELLED[key].model_validate(value))
         elif key in SETTABLE:
             setattr(state, key, value)
     if "usage" in record:

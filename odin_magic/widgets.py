@@ -18,7 +18,7 @@ from typing import Callable, Protocol, Sequence
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay,
                       command_line, stage_checklist)
 from .events import EngineEvent
-from .report import format_event
+from .report import BLOCKED as BLOCKED_MARK, format_event
 from .loop import Loop
 from .state import RunState, Usage
 
@@ -288,6 +288,9 @@ class RunView:
                 self.approval_box.children = ()
                 self.approval = None
                 self.answer_panel = None
+            if state.status == "blocked" and state.blocked is not None:
+                self.status_line.value = (f"<b>run blocked</b> ({html.escape(state.blocked.kind)}): "
+                                          f"{html.escape(state.blocked.reason)}. To do: {html.escape(state.blocked.fix)}")
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
@@ -372,6 +375,10 @@ class RunView:
                 self.status_line.value = f"<b>run failed</b>: {html.escape(event.text)}"
             elif kind == "stopped":
                 self.status_line.value = "stopped after the current step; %odin run resumes it"
+            elif kind == "blocked":
+                if stage:
+                    self._marks[stage] = BLOCKED_MARK
+                self.status_line.value = f"<b>run blocked</b>: {html.escape(event.text)}"
             elif kind == "done":
                 self.status_line.value = "<b>run done</b> ✅"
             elif kind == "usage":

@@ -112,9 +112,19 @@ def test_run_with_the_active_loop_name_continues(capsys, demo):
 
 
 def test_a_failed_run_exits_1(capsys, demo):
-    code, out, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates",
-                        ",".join(["test:fail"] * 6), "--project", demo)
+    # two identical failures at most in a row (three would pause the run as blocked: max_repeats)
+    gates = ",".join(["spec:fail", "implement:fail", "test:fail"] * 2)
+    code, out, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates", gates,
+                        "--project", demo)
     assert code == 1 and "exceeded max_iterations 5" in out
+
+
+def test_a_blocked_run_exits_3(capsys, demo):
+    code, out, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates",
+                        ",".join(["test:fail"] * 3), "--project", demo)
+    assert code == 3 and "⛔ test blocked (repeated)" in out
+    code, out, _ = odin(capsys, "runs", "--project", demo)
+    assert "blocked" in out
 
 
 def test_simulate_json(capsys, demo):
@@ -129,9 +139,12 @@ def test_simulate_json(capsys, demo):
 def test_simulate_text_and_a_failing_simulation(capsys, demo):
     code, out, _ = odin(capsys, "simulate", "demo", "--project", demo)
     assert code == 0 and "path       spec → implement → test" in out
-    code, out, _ = odin(capsys, "simulate", "demo", "--gates", ",".join(["spec:fail"] * 6), "--json",
-                        "--project", demo)
+    code, out, _ = odin(capsys, "simulate", "demo", "--gates", ",".join(["spec:fail", "implement:fail", "test:fail"] * 2),
+                        "--json", "--project", demo)
     assert code == 1 and json.loads(out)["status"] == "failed"
+    code, out, _ = odin(capsys, "simulate", "demo", "--gates", ",".join(["spec:fail"] * 3), "--json",
+                        "--project", demo)
+    assert code == 1 and json.loads(out)["status"] == "blocked"
 
 
 def test_starting_another_loop_without_a_task_names_the_active_run(capsys, demo, write_loop):

@@ -93,7 +93,7 @@ def test_fail_with_on_fail_loops_back(project, write_loop):
 
 
 def test_exceeding_max_iterations_fails_the_run_naming_the_blocker(project, write_loop):
-    write_loop(LINEAR)  # max_iterations 3
+    write_loop(LINEAR.replace("max_iterations: 3", "max_iterations: 3\nmax_repeats: 5"))
     state = Engine(project).start("linear", "build", dry=dry("b:fail,b:fail,b:fail,b:fail"))
     assert state.status == "failed"
     assert state.total_iterations == 4 and state.iterations == {"b": 4}

@@ -31,8 +31,9 @@ def engine_for(args: argparse.Namespace, listener=print_event) -> Engine:
 
 
 def exit_code(state: RunState) -> int:
-    """A command's exit code after it drove a run: 1 when the run failed."""
-    return 1 if state.status == "failed" else 0
+    """A command's exit code after it drove a run: 1 when the run failed, 3 when it is blocked
+    (it waits for a human to fix something; unattended callers must not take it for progress)."""
+    return {"failed": 1, "blocked": 3}.get(state.status, 0)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
