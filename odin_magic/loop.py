@@ -220,6 +220,16 @@ class Loop(_Strict):
         "directory with $ODIN_EDITED_FILE set (30 s timeout unless given); a failure goes back to the "
         "model as the tool's error. Python, JSON, YAML and TOML files are always checked to parse.",
     )
+    acceptance: Literal["required", "optional", "off"] = Field(
+        default="optional",
+        description="The run's acceptance.yaml decides 'done': required (a run without one cannot end done), "
+        "optional (used when present) or off.",
+    )
+    regression: Union[bool, Annotated[str, Field(min_length=1)], GateCommand] = Field(
+        default=True,
+        description="Before done, run the project's whole test suite once: true detects it (pytest, npm test, "
+        "cargo test, go test, make test), a command names it, false turns it off.",
+    )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 
     @field_validator("post_edit", mode="after")

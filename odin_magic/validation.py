@@ -145,8 +145,8 @@ class _Located:
     unions: list  # [(path at the union, branch is a model)]
 
 
-def _locate(loc: tuple) -> _Located:
-    tp: Any = Loop
+def _locate(loc: tuple, root: type[BaseModel] = Loop) -> _Located:
+    tp: Any = root
     path: list = []
     model = None
     unions: list = []
@@ -233,9 +233,10 @@ _MISSING_FIX = {
 
 
 class _Checker:
-    def __init__(self, source: str, doc: YamlDocument):
+    def __init__(self, source: str, doc: YamlDocument, root: type[BaseModel] = Loop):
         self.source = source
         self.doc = doc
+        self.root = root  # the model the document is checked against
         self.data = doc.data
         self.errors: list[Diagnostic] = []
         self.warnings: list[Diagnostic] = []
@@ -261,7 +262,7 @@ class _Checker:
     def schema_errors(self, exc: ValidationError) -> None:
         seen: dict[tuple, int] = {}
         for err in exc.errors(include_url=False):
-            located = _locate(tuple(err["loc"]))
+            located = _locate(tuple(err["loc"]), self.root)
             if not self._branch_applies(located):
                 continue
             path = located.path

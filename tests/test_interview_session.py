@@ -6,6 +6,8 @@ import json
 import threading
 from pathlib import Path
 
+from odin_magic.manifest import validate_manifest_file
+
 import pytest
 
 from odin_magic.errors import UsageError
@@ -137,6 +139,12 @@ def test_rounds_compute_ambiguity_stability_and_write_the_ledger(tmp_path):
     state = json.loads((h.run_dir / "interview.json").read_text())
     assert state["phase"] == "done" and len(state["rounds"]) == 3
     assert not [p for p in h.run_dir.iterdir() if p.name.startswith(".")]  # no temp files left behind
+    # the acceptance manifest beside spec.md: each numbered criterion, P0, judged until a command is given
+    manifest = validate_manifest_file(h.run_dir / "acceptance.yaml", ["AC1", "AC2"])
+    assert manifest.ok, manifest.format()
+    assert [(c.id, c.component, c.priority, c.verify) for c in manifest.manifest.criteria] == [
+        ("AC1", "Ingestion", "P0", "judge"), ("AC2", "Export", "P0", "judge")]
+    assert manifest.manifest.criteria[0].text == "Given a CSV of 3 rows, when imported, then 3 rows are stored"
 
 
 def test_no_early_exit_before_round_three(tmp_path):

@@ -137,6 +137,15 @@ def render_log(state: InterviewState) -> str:
     return "\n".join(out) + "\n"
 
 
+def numbered_criteria(state: InterviewState) -> list[tuple[str, str, str]]:
+    """The acceptance criteria as spec.md numbers them: ``(AC<n>, component, text)``, active components only."""
+    out = []
+    for comp in state.active:
+        for crit in (c for c in state.criteria if c.component == comp.name):
+            out.append((f"AC{len(out) + 1}", comp.name, crit.text))
+    return out
+
+
 def render_spec(state: InterviewState) -> str:
     out = [f"# {state.task}", "", "## Goal", state.goal or "(to be clarified)", "", "## Topology"]
     for c in state.components:
@@ -145,11 +154,8 @@ def render_spec(state: InterviewState) -> str:
     if not state.components:
         out.append("(not proposed yet)")
     out += ["", "## Acceptance Criteria"]
-    numbered = 0
-    for comp in state.active:
-        for crit in (c for c in state.criteria if c.component == comp.name):
-            numbered += 1
-            out.append(f"{numbered}. [{comp.name}] {crit.text}")
+    numbered = numbered_criteria(state)
+    out += [f"{cid[2:]}. [{component}] {text}" for cid, component, text in numbered]
     if not numbered:
         out.append("(none yet)")
     out += ["", "## Assumptions"]

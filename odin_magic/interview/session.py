@@ -30,7 +30,8 @@ from ..loop import Stage
 from ..state import InterviewSummary, Usage
 from ..store import write_atomic
 from . import convergence as cv
-from .ledger import render_log, render_spec
+from ..manifest import MANIFEST_NAME, existing_manifest, render_manifest
+from .ledger import numbered_criteria, render_log, render_spec
 from .models import (
     AutoAssistNote,
     ChallengeRecord,
@@ -638,3 +639,13 @@ class InterviewSession:
         write_atomic(self.path, json.dumps(self.state.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
         write_atomic(self.log_path, render_log(self.state))
         write_atomic(self.spec_path, render_spec(self.state))
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        """Once the interview is done: acceptance.yaml in the run dir, one entry per numbered criterion
+        (verify commands a planner gave earlier are kept)."""
+        numbered = numbered_criteria(self.state)
+        if self.state.phase != "done" or not numbered:
+            return
+        run_dir = self.path.parent
+        write_atomic(run_dir / MANIFEST_NAME, render_manifest(numbered, existing_manifest(run_dir)))
