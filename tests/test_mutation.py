@@ -1,0 +1,137 @@
+"""Gates proven able to fail (issue 13 item 5): mutants of the changed code, real pytest against each."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from odin_magic.gates import command_env, run_command
+from odin_magic.loop import GateCommand
+from odin_magic.mutation import is_test_file, mutants_of, run_mutants, select
+
+CALC = '''\
+def divide(a, b):
+    """a / b; dividing by zero is a ValueError."""
+    if b == 0:
+        raise ValueError("division by zero")
+    return a / b
+
+
+def clamp(x, low=0, high=10):
+    if x < low:
+        return low
+    if x > high:
+        return high
+    return x
+'''
+
+STRONG = '''\
+import pytest
+from calc import clamp, divide
+
+def test_divide():
+    assert divide(6, 3) == 2
+    assert divide(-3, 1) == -3
+
+def test_divide_by_zero():
+    with pytest.raises(ValueError):
+        divide(1, 0)
+
+def test_clamp():
+    assert clamp(-1) == 0
+    assert clamp(11) == 10
+    assert clamp(5) == 5
+    assert clamp(0) == 0
+    assert clamp(10) == 10
+    assert clamp(1, low=1) == 1
+'''
+
+WEAK = '''\
+from calc import divide
+
+def test_divide():
+    assert divide(6, 3) == 2
+'''
+
+CONFTEST = '''\
+import os, sys
+sys.path.insert(0, os.environ.get("ODIN_TARGET_DIR") or os.path.join(os.environ["ODIN_PROJECT_DIR"], "src"))
+'''
+
+PYTEST = GateCommand(cmd=f'"{sys.executable}" -m pytest -q -p no:cacheprovider "$HARNESS"', timeout=120)
+
+
+def make_project(tmp_path: Path, tests: str) -> tuple[Path, dict[str, str]]:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "calc.py").write_text(CALC)
+    harness = tmp_path / "harness"  # outside the project, like a run dir's harness
+    harness.mkdir()
+    (harness / "conftest.py").write_text(CONFTEST)
+    (harness / "test_calc.py").write_text(tests)
+    env = command_env(project, tmp_path / "run", "run", "test")
+    env["HARNESS"] = str(harness)
+    return project, env
+
+
+def digest(tree: Path) -> dict[str, str]:
+    return {str(p.relative_to(tree)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(tree.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_every_operator_finds_its_mutants():
+    found = mutants_of(CALC.encode(), "src/calc.py")
+    kinds = {m.operator for m in found}
+    assert kinds == {"flip comparison", "off by one", "negate condition", "return None", "drop raise"}
+    flip = next(m for m in found if m.operator == "flip comparison" and m.line == 3)
+    assert flip.description == "`==` → `!=` (src/calc.py:3)"
+    assert b"if b != 0:" in flip.apply(CALC.encode())
+    assert "-    if b == 0:\n+    if b != 0:\n" in flip.diff(CALC.encode())
+    drop = next(m for m in found if m.operator == "drop raise")
+    assert b'raise' not in drop.apply(CALC.encode()).split(b"\n")[3]
+    # the selection is bounded and takes every kind in turn
+    chosen = select(found, 5)
+    assert len(chosen) == 5 and {m.operator for m in chosen} == kinds
+
+
+def test_a_weak_harness_lets_mutants_survive_and_fails(tmp_path: Path):
+    project, env = make_project(tmp_path, WEAK)
+    before = digest(project)
+    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command, max_mutants=8, jobs=2)
+    assert report.tried == 8
+    assert not report.passed and report.ratio < 0.6
+    reason = report.reason()
+    assert "the gate passes with `==` → `!=` (src/calc.py:3)" in reason or "drop raise" in str(report.to_dict())
+    survivor = report.survivors[0]
+    assert survivor.diff.startswith("--- a/src/calc.py")
+    assert digest(project) == before  # the project was never touched
+
+
+def test_a_strong_harness_kills_enough(tmp_path: Path):
+    project, env = make_project(tmp_path, STRONG)
+    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command, max_mutants=8, jobs=2)
+    assert report.tried == 8
+    assert report.passed, report.to_dict()
+    assert report.ratio >= 0.6
+
+
+def test_only_the_given_files_are_mutated_and_never_tests(tmp_path: Path):
+    project, env = make_project(tmp_path, STRONG)
+    (project / "src" / "other.py").write_text("def f(x):\n    return x == 1\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
+    report = run_mutants(project, ["src/other.py", "tests/test_x.py", "README.md"], [GateCommand(cmd="true")],
+                         env, run_command, max_mutants=50, jobs=1)
+    assert report.files == ["src/other.py"]
+    assert {r.path for r in report.results} == {"src/other.py"}
+    assert is_test_file("harness/test_calc.py") and is_test_file("conftest.py") and not is_test_file("src/calc.py")
+
+
+def test_nothing_to_mutate_passes_with_a_note(tmp_path: Path):
+    project, env = make_project(tmp_path, STRONG)
+    report = run_mutants(project, [], [PYTEST], env, run_command)
+    assert report.passed and report.tried == 0 and "nothing to mutate" in report.note
