@@ -20,7 +20,7 @@ from ..errors import OdinError, UsageError
 from ..validation import did_you_mean
 
 #: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs", "interview", "authoring")
+_COMMAND_MODULES = ("loops", "runs", "interview", "authoring", "verify")
 
 
 def _did_you_mean(word: str, choices) -> str:

@@ -1,0 +1,142 @@
+"""``odin validate-manifest`` and ``odin schedule``: verification and unattended runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from . import add_project, project_dir
+from ..errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "validate-manifest",
+        help="check a run's acceptance.yaml and point at each problem",
+        description="Check an acceptance manifest (acceptance.yaml): a file, or the one in a run's directory "
+        "(--run RUN, default: the latest run). Exit 0: valid; 1: invalid; 2: missing or unreadable.",
+    )
+    p.add_argument("path", nargs="?", metavar="FILE", help="the manifest file (default: the run's acceptance.yaml)")
+    p.add_argument("--run", metavar="RUN", help="a run id (default: the active or latest run)")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    add_project(p)
+    p.set_defaults(handler=cmd_validate_manifest)
+
+    p = subparsers.add_parser(
+        "schedule",
+        help="print the crontab line and systemd timer that would run a loop unattended",
+        description="Print (never install) a crontab line and a systemd service + timer that run "
+        "`odin run LOOP --task TASK --unattended` in the project every PERIOD.",
+    )
+    p.add_argument("loop", metavar="LOOP", help="a loop that `odin validate --schedulable` accepts")
+    p.add_argument("--task", required=True, metavar="TEXT", help="what each run is for")
+    p.add_argument("--every", default="1d", metavar="PERIOD",
+                   help="how often: 15m, 1h, 6h, 1d, 7d (minutes, hours or days; default 1d)")
+    add_project(p)
+    p.set_defaults(handler=cmd_schedule)
+
+
+def cmd_validate_manifest(args: argparse.Namespace) -> int:
+    from ..engine import Engine
+    from ..manifest import MANIFEST_NAME, interview_criteria_ids, validate_manifest_file
+
+    project = project_dir(args)
+    interview_ids: list[str] = []
+    if args.path:
+        path = Path(args.path)
+    else:
+        engine = Engine(project)
+        state = engine.status(args.run)
+        run_dir = engine.run_dir(state.run_id)
+        path = run_dir / MANIFEST_NAME
+        interview_ids = interview_criteria_ids(run_dir)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file",
+                         hint="the deep interview writes acceptance.yaml in the run dir; or give a FILE")
+    report = validate_manifest_file(path, interview_ids)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
+    return 0 if report.ok else 1
+
+
+_UNITS = {"m": ("minute", 60), "h": ("hour", 3600), "d": ("day", 86400)}
+
+
+def parse_period(text: str) -> tuple[int, str]:
+    """``"6h"`` -> (6, "h"); a usage error names what is accepted."""
+    text = (text or "").strip().lower()
+    number, unit = text[:-1], text[-1:]
+    if unit not in _UNITS or not number.isdigit() or int(number) < 1:
+        raise UsageError(f"--every {text!r} is not a period", hint="write a number and m, h or d: 15m, 6h, 1d, 7d")
+    n = int(number)
+    if (unit == "m" and (n > 59 or 60 % n)) or (unit == "h" and (n > 23 or 24 % n)):
+        raise UsageError(f"--every {text}: cron can only repeat minutes that divide 60 and hours that divide 24",
+                         hint="use e.g. 15m, 30m, 1h, 6h, 12h or a number of days")
+    return n, unit
+
+
+def cron_schedule(n: int, unit: str) -> str:
+    if unit == "m":
+        return f"*/{n} * * * *"
+    if unit == "h":
+        return f"0 */{n} * * *"
+    return "0 3 * * *" if n == 1 else f"0 3 */{n} * *"
+
+
+def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) -> str:
+    n, unit = parse_period(every)
+    command = f"cd {shlex.quote(str(project))} && {shlex.quote(odin)} run {shlex.quote(loop)} " \
+              f"--task {shlex.quote(task)} --unattended"
+    log = shlex.quote(str(project / ".odin-loop" / "schedule.log"))
+    seconds = n * _UNITS[unit][1]
+    name = f"odin-{loop}"
+    return "\n".join([
+        f"# crontab line (add it with `crontab -e`): every {n} {_UNITS[unit][0]}(s)",
+        f"{cron_schedule(n, unit)} {command} >> {log} 2>&1",
+        "",
+        f"# systemd: ~/.config/systemd/user/{name}.service",
+        "[Unit]",
+        f"Description=odin-magic: run loop {loop} unattended",
+        "",
+        "[Service]",
+        "Type=oneshot",
+        f"WorkingDirectory={project}",
+        "# the API key comes from the environment file, never from this unit",
+        f"EnvironmentFile=-%h/.config/odin-magic/env",
+        f"ExecStart={shlex.quote(odin)} run {shlex.quote(loop)} --task {shlex.quote(task)} --unattended",
+        "",
+        f"# systemd: ~/.config/systemd/user/{name}.timer  (then: systemctl --user enable --now {name}.timer)",
+        "[Unit]",
+        f"Description=Run odin loop {loop} every {n}{unit}",
+        "",
+        "[Timer]",
+        f"OnBootSec=5min",
+        f"OnUnitActiveSec={seconds}s",
+        "Persistent=true",
+        "",
+        "[Install]",
+        "WantedBy=timers.target",
+        "",
+        "# exit codes: 0 done, 3 blocked or would wait for a person (report written), 1 failed, 2 usage error",
+    ]) + "\n"
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from ..catalog import LoopCatalog
+    from ..validation import validate_file
+
+    project = project_dir(args).resolve()
+    task = (args.task or "").strip()
+    if not task:
+        raise UsageError("a scheduled run needs a task", hint='--task "what each run is for"')
+    path = LoopCatalog(project).resolve(args.loop)
+    report = validate_file(path, schedulable=True)
+    if not report.ok:
+        print(report.format(), file=sys.stderr)
+        raise UsageError(f"loop {args.loop!r} cannot run unattended: it could wait for a person",
+                         hint="make every gate `ai` and drop the interview (see `odin validate --schedulable`)")
+    odin = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "odin" else Path(sys.executable).parent / "odin"
+    sys.stdout.write(schedule_text(project, args.loop, task, args.every, str(odin)))
+    return 0

@@ -1,0 +1,52 @@
+"""``odin validate-manifest`` and ``odin schedule`` (issue 13 items 1 and 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from odin_magic.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_manifest_names_the_line_and_field(capsys, tmp_path: Path):
+    bad = tmp_path / "acceptance.yaml"
+    bad.write_text("criteria:\n  - id: AC1\n    priority: P7\n    text: adds\n    verify: 'true'\n")
+    code, out, _ = run(capsys, "validate-manifest", str(bad), "--project", str(tmp_path))
+    assert code == 1
+    assert f"{bad}:3:15: error: criteria[0].priority:" in out and "'P0' or 'P1'" in out
+    bad.write_text("criteria:\n  - id: AC1\n    priority: P0\n    text: adds\n    verify: 'true'\n")
+    code, out, _ = run(capsys, "validate-manifest", str(bad), "--project", str(tmp_path))
+    assert code == 0 and "acceptance manifest ok" in out
+
+
+def test_validate_manifest_of_a_missing_file_is_a_usage_error(capsys, tmp_path: Path):
+    code, _, err = run(capsys, "validate-manifest", str(tmp_path / "nope.yaml"), "--project", str(tmp_path))
+    assert code == 2 and "no such file" in err and "Traceback" not in err
+
+
+def test_schedule_prints_cron_and_systemd_and_installs_nothing(capsys, tmp_path: Path):
+    code, out, _ = run(capsys, "schedule", "keep-green", "--task", "keep main green", "--every", "6h",
+                       "--project", str(tmp_path))
+    assert code == 0
+    cron = next(line for line in out.splitlines() if line.startswith("0 */6 * * *"))
+    assert "run keep-green --task 'keep main green' --unattended" in cron
+    assert "OnUnitActiveSec=21600s" in out and "[Timer]" in out and "Type=oneshot" in out
+    assert "ANTHROPIC_API_KEY" not in out
+    assert not (tmp_path / ".odin-loop").exists()
+
+
+def test_schedule_refuses_a_loop_that_would_wait_for_a_person(capsys, tmp_path: Path):
+    code, out, err = run(capsys, "schedule", "spec-harness-tdd", "--task", "x", "--project", str(tmp_path))
+    assert code == 2 and "cannot run unattended" in err
+
+
+def test_schedule_refuses_a_period_cron_cannot_say(capsys, tmp_path: Path):
+    code, _, err = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "7m", "--project", str(tmp_path))
+    assert code == 2 and "divide 60" in err
+    code, _, err = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "daily", "--project", str(tmp_path))
+    assert code == 2 and "15m, 6h, 1d" in err
