@@ -311,7 +311,8 @@ class Engine:
         """The loop as it was when the run started (the run's own copy); unreadable is :class:`RunCorrupt`."""
         data = self.store.loop_data(run_id)
         try:
-            return Loop.model_validate(data)
+            # lax: a run started before loop types were strict keeps the values it was started with
+            return Loop.model_validate(data, strict=False)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "the top level"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["explore", "planner", "executor", "critic", "reviewer"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -35,9 +35,24 @@ INTERVIEW_DIMENSIONS = ("goal", "constraints", "criteria", "context")
 
 
 class _Strict(BaseModel):
-    """Unknown keys are errors: a typo such as ``on_fial`` is never ignored."""
+    """Unknown keys are errors: a typo such as ``on_fial`` is never ignored.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Types are strict: nothing is coerced. ``max_iterations: "5"`` or ``true``, ``fresh: "yes"``,
+    ``threshold: "0.2"`` are errors that name the field and the type it wants (a whole number may
+    still stand for a float: ``timeout: 5``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty (it is only whitespace)")
+    return value
+
+
+#: Text that says something: not empty, not only whitespace.
+NonBlank = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 
 
 class AgentRef(_Strict):
@@ -83,7 +98,7 @@ def resolve_agent(spec: AgentSpec | None) -> ResolvedAgent:
 class GateCommand(_Strict):
     """A shell command whose exit code decides part of a gate."""
 
-    cmd: str = Field(min_length=1, description="Shell command, run in the project directory.")
+    cmd: NonBlank = Field(description="Shell command, run in the project directory.")
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds before the command is killed and the gate fails (default 600)."
     )
@@ -95,11 +110,11 @@ class Gate(_Strict):
         description="ai: the judge decides and the run advances; ai+human (alias: human): "
         "the judge decides, then the run pauses for approval."
     )
-    check: str = Field(min_length=1, description="The testable condition the stage must meet to advance.")
+    check: NonBlank = Field(description="The testable condition the stage must meet to advance.")
     on_fail: str | None = Field(
         default=None, description="Stage id to loop back to when the gate fails (default: retry this stage)."
     )
-    run: list[Union[Annotated[str, Field(min_length=1)], GateCommand]] = Field(
+    run: list[Union[NonBlank, GateCommand]] = Field(
         default_factory=list,
         description="Commands whose exit codes decide the gate before any judge: a non-zero exit fails it. "
         "Each is a string or {cmd, timeout}.",

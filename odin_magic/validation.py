@@ -208,6 +208,26 @@ def _kind(value: Any) -> str:
 
 _SHOWN_CHARS = 60  # of a value quoted in a message
 
+# pydantic's strict type errors: what the field wants, and an example value
+_TYPE_WANTED = {
+    "int_type": ("a whole number", "5"),
+    "float_type": ("a number", "0.5"),
+    "bool_type": ("true or false", "true"),
+    "string_type": ("text", '"..."'),
+}
+
+
+def _parses_as(kind: str, text: str) -> bool:
+    """Whether quoted ``text`` would be a value of the wanted kind without its quotes."""
+    text = text.strip().lower()
+    if kind == "bool_type":
+        return text in ("true", "false", "yes", "no", "on", "off")
+    try:
+        (int if kind == "int_type" else float)(text)
+    except ValueError:
+        return False
+    return True
+
 
 # Where each field of the nested models lives, to redirect a key written one level off.
 _FIELD_HOMES = {
@@ -344,13 +364,38 @@ class _Checker:
                 "use letters, digits, '-', '_' and '.', starting with a letter or digit",
             )
             return
+        if kind in _TYPE_WANTED and last != "version":  # version: a string or a number, said below
+            self._type_error(path, kind, value)
+            return
         if kind == "value_error":
             message = str(err.get("ctx", {}).get("error", err["msg"]))
-            self.error(path, message, "correct the value as described")
+            blank = message.startswith("must not be empty")
+            self.error(path, message, "write what it should say" if blank else "correct the value as described")
             return
         message = "must be a string or a number" if last == "version" else err["msg"]
         message = f"{message[0].lower()}{message[1:]}; got {_kind(value)}"
         self.error(path, message, "correct the value")
+
+    def _type_error(self, path, kind: str, value) -> None:
+        """A value of the wrong type: loop types are strict, nothing is coerced (``"5"`` is not 5)."""
+        wanted, example = _TYPE_WANTED[kind]
+        last = path[-1] if path else None
+        key = last if isinstance(last, str) else None
+        got = f"the string {_kind(value)}" if isinstance(value, str) else _kind(value)
+        message = f"expected {wanted}, got {got}"
+        if kind != "string_type" and isinstance(value, str) and _parses_as(kind, value):
+            message += " (a quoted value is text, not a number or a boolean)"
+        if kind == "bool_type":
+            fix = f"write `{key}: true` or `{key}: false` (no quotes)" if key else "write true or false (no quotes)"
+        elif kind != "string_type" and isinstance(value, str) and _parses_as(kind, value):
+            fix = f"remove the quotes: `{key}: {value.strip()}`" if key else f"remove the quotes: {value.strip()}"
+        elif kind == "string_type" and isinstance(value, (list, dict)):
+            fix = "write it as one line of text"
+        elif kind == "string_type":
+            fix = f'quote it: `{key}: "{value}"`' if key else f'quote it: "{value}"'
+        else:
+            fix = f"write {wanted}, e.g. `{key}: {example}`" if key else f"write {wanted}, e.g. {example}"
+        self.error(path, message, fix)
 
     def _agent_error(self, path, value) -> None:
         agent_path = path if path[-1] == "agent" else path[: path.index("agent") + 1]
