@@ -129,6 +129,33 @@ def require_stage(loop: Loop, stage_id: str) -> None:
         raise UsageError(f"loop {loop.name!r} has no stage {stage_id!r}", hint=f"its stages: {', '.join(ids)}")
 
 
+def require_not_paused(state: RunState) -> None:
+    """Raise :class:`RunRefused` when ``state`` waits for the user: a step must not skip an approval or a question."""
+    if state.status == "awaiting_approval":
+        raise RunRefused(
+            f"run {state.run_id} waits for your approval of stage {state.current_stage}; "
+            "a step now would skip that approval",
+            hint="approve it (`approve`), send it back with feedback (`revise TEXT`), or give the run up "
+                 "(`abandon`) first")
+    if state.status == "awaiting_answer":
+        raise RunRefused(
+            f"run {state.run_id} waits for your answer to stage {state.current_stage}'s question; "
+            "a step now would skip it",
+            hint="answer it (`answer TEXT`), or give the run up (`abandon`) first")
+
+
+def never_ran(state: RunState, loop: Loop) -> list[str]:
+    """The stages of ``loop`` with no gate evaluation in ``state``'s history (skipped by steps)."""
+    seen = {e.stage for e in state.history}
+    return [sid for sid in loop.stage_ids() if sid not in seen]
+
+
+def done_text(state: RunState, loop: Loop) -> str:
+    """The done message; it names the stages that never ran (a run that steps skipped ahead)."""
+    skipped = never_ran(state, loop)
+    return f"run {state.run_id} done" + (f"; never ran: {', '.join(skipped)}" if skipped else "")
+
+
 @dataclass
 class Session:
     """One drive of one run: the locked run, its loop, the worker, what has passed."""
@@ -245,9 +272,13 @@ class Engine:
             return self._drive(s)
 
     def step(self, stage_id: str) -> RunState:
-        """Run exactly one stage and its gate without advancing; current_stage becomes ``stage_id``."""
-        with self._driving(), self._open_active() as s:
+        """Run exactly one stage and its gate without advancing; current_stage becomes ``stage_id``.
+
+        Refused while the run waits for the user (approve, revise, answer or abandon first). Without an
+        active run, the most recent run when it failed is reopened (a ``reopened`` record) and stepped."""
+        with self._driving(), self._open_active(reopen_failed=True) as s:
             require_stage(s.loop, stage_id)
+            require_not_paused(s.state)
             self._record(s, "step", stage=stage_id, set={"current_stage": stage_id, "status": "running"})
             if self._check_timeout(s):
                 return self._snapshot(s)
@@ -344,8 +375,11 @@ class Engine:
             self._drive_lock.release()
 
     @contextlib.contextmanager
-    def _open_active(self, need_worker: bool = True) -> Iterator[Session]:
+    def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
+        """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
         active = self._find_active(tell=False)  # opening repairs the run and tells, below
+        if active is None and reopen_failed:
+            active = self._latest_failed()
         if active is None:
             raise NoActiveRun(
                 f"no active run in {self.project_dir}",
@@ -353,7 +387,8 @@ class Engine:
             )
         handle, notice = self.store.open(active.run_id, self.command, self._now())
         try:
-            if not handle.state.active:  # changed between the scan and the lock
+            reopening = reopen_failed and handle.state.status == "failed"
+            if not handle.state.active and not reopening:  # changed between the scan and the lock
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             loop = self.loop_for(handle.run_id)
             worker = self._worker_for(handle.state) if need_worker else None
@@ -365,7 +400,24 @@ class Engine:
             if notice:
                 self._record(session, "notice", text=notice)
                 self._emit("notice", session.state, text=notice)
+            if reopening:
+                self._reopen(session)
             yield session
+
+    def _latest_failed(self) -> RunState | None:
+        """The project's most recent run when it failed (the one a step may reopen), else None."""
+        latest = None
+        for loaded in self._readable_runs():
+            latest = loaded.state
+        return latest if latest is not None and latest.status == "failed" else None
+
+    def _reopen(self, s: Session) -> None:
+        """A failed run becomes running again (recorded as a ``reopened`` record, with why it had failed)."""
+        was = s.state.failure_reason or "failed"
+        self._record(s, "reopened", stage=s.state.current_stage, was=was,
+                     set={"status": "running", "failure_reason": None, "ended_at": None})
+        self._emit("reopened", s.state, stage=s.state.current_stage,
+                   text=f"run {s.state.run_id} reopened (it had failed: {was})")
 
     @contextlib.contextmanager
     def _held(self, session: Session) -> Iterator[Session]:
@@ -604,9 +656,10 @@ class Engine:
         else:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
                        data={"evidence": evidence, "next_stage": s.state.current_stage,
-                             "iterations": s.state.iterations.get(stage.id, 0)})
+                             "iterations": s.state.iterations.get(stage.id, 0),
+                             "ends_run": s.state.status == "failed"})
         if s.state.status == "done":
-            self._emit("done", s.state, text=f"run {st.run_id} done")
+            self._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})
         elif s.state.status == "failed":
             self._emit("failed", s.state, stage=stage.id, text=s.state.failure_reason or "")
         elif s.state.status == "blocked":
@@ -656,7 +709,7 @@ class Engine:
         self._record(s, "approved", stage=stage.id, entry=entry, set=changes)
         self._emit("approved", s.state, stage=stage.id, text=f"{stage.id} approved")
         if nxt is None:
-            self._emit("done", s.state, text=f"run {st.run_id} done")
+            self._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})
 
     # -- termination ------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -117,14 +118,38 @@ def run_command(command: GateCommand, cwd: Path, env: dict[str, str]) -> Command
         )
 
 
+#: A line of a command's output that says why it failed (pytest's FAILED/ERROR lines, an exception, ...).
+_CAUSE = re.compile(r"^(FAILED|ERROR|E\s)|Error\b|error:|Exception\b|No module named|not found|[Tt]raceback")
+#: A line longer than this keeps its start and its end (where the cause usually is).
+LINE_CHARS = 600
+
+
+def _clip(line: str) -> str:
+    if len(line) <= LINE_CHARS:
+        return line
+    half = LINE_CHARS // 2
+    return f"{line[:half]} … {line[-half:]}"
+
+
+def explaining_lines(ev: CommandEvidence) -> list[str]:
+    """The line of a failed command's output that explains the failure, and the output's last line when
+    that is another one (e.g. pytest's ``FAILED test_x - AssertionError: ...`` and its ``1 failed`` summary)."""
+    lines = [ln.strip() for ln in (ev.stdout_tail + "\n" + ev.stderr_tail).splitlines() if ln.strip()]
+    if not lines:
+        return []
+    last = (ev.stderr_tail.strip() or ev.stdout_tail.strip()).splitlines()[-1].strip()
+    cause = next((ln for ln in reversed(lines) if _CAUSE.search(ln)), last)
+    return [_clip(cause)] + ([_clip(last)] if last != cause else [])
+
+
 def _describe_failure(ev: CommandEvidence) -> str:
+    """Why a command failed the gate, in full: the command, its exit and the line that explains it."""
     if ev.timed_out:
         return f"gate command `{ev.cmd}` timed out"
     if ev.exit_code is None:
         return f"gate command `{ev.cmd}` could not start: {ev.stderr_tail.strip()}"
-    last = (ev.stderr_tail.strip() or ev.stdout_tail.strip()).splitlines()[-1:] or [""]
-    detail = f": {last[0][:200]}" if last[0] else ""
-    return f"gate command `{ev.cmd}` exited {ev.exit_code}{detail}"
+    detail = " | ".join(explaining_lines(ev))
+    return f"gate command `{ev.cmd}` exited {ev.exit_code}" + (f": {detail}" if detail else "")
 
 
 def evaluate(

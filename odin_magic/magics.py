@@ -337,6 +337,7 @@ class OdinMagics(Magics):
         state = outcome.result
         if state is None:
             return None
+        state = runner.status(state.run_id)  # as it is now: e.g. abandoned since that drive ended
         loop = self._load_loop(state.loop, quiet=True)
         return StatusDisplay(state, loop, runner.pending_question(state))
 

@@ -24,30 +24,45 @@ STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": 
 def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
     """(mark, stage id, note) for every stage, in loop order (history order without the loop)."""
     ids = loop.stage_ids() if loop else list(dict.fromkeys(e.stage for e in state.history))
-    last: dict[str, str] = {}
+    last: dict[str, tuple[str, str]] = {}
     for e in state.history:
-        last[e.stage] = e.result
+        last[e.stage] = (e.result, e.gate)
     out = []
     for sid in ids:
         loops = state.iterations.get(sid, 0)
         note = f"looped {loops}×" if loops else ""
+        result, gate = last.get(sid, (None, None))
         if state.status in ("awaiting_approval", "awaiting_answer") and sid == state.current_stage:
             mark = AWAITING
             waiting = "awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer"
-            note = waiting + (f", {note}" if note else "")
+            note = _join_notes(waiting, note)
         elif state.status == "blocked" and state.blocked is not None and sid == state.blocked.stage:
             mark = BLOCKED
-            note = f"blocked ({state.blocked.kind})" + (f", {note}" if note else "")
-        elif last.get(sid) == "pass":
+            note = _join_notes(f"blocked ({state.blocked.kind})", note)
+        elif result == "pass" and gate == "ai-pending":  # passed its gate, never approved (e.g. abandoned there)
+            mark = AWAITING
+            note = _join_notes("passed its gate, not approved", note)
+        elif result == "pass":
             mark = PASSED
-        elif last.get(sid) == "fail":
+        elif result == "fail":
             mark = LOOPED
         else:
             mark = NOT_STARTED
             if state.active and sid == state.current_stage:
-                note = "next" + (f", {note}" if note else "")
+                note = _join_notes("next", note)
+            elif state.status == "done":  # a step skipped past it
+                note = _join_notes("never ran", note)
         out.append((mark, sid, note))
     return out
+
+
+def _join_notes(first: str, rest: str) -> str:
+    return first + (f", {rest}" if rest else "")
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: runs of whitespace (newlines included) become one space."""
+    return " ".join(text.split())
 
 
 def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below"]:
@@ -121,7 +136,7 @@ def render_runs(states: list[RunState]) -> str:
             s.status,
             s.current_stage,
             f"{s.total_iterations}/{s.max_iterations}",
-            s.task if len(s.task) <= 50 else s.task[:47] + "...",
+            _cut(one_line(s.task), 50),
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     table = "\n".join(
@@ -130,6 +145,10 @@ def render_runs(states: list[RunState]) -> str:
     if any(s.active for s in states):
         table += "\n\n* the active run (a project has at most one)"
     return table
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def format_event(event: EngineEvent) -> str | None:
@@ -151,6 +170,8 @@ def format_event(event: EngineEvent) -> str | None:
     if k == "gate_passed":
         return f"  {PASSED} {st} gate passed ({text})"
     if k == "gate_failed":
+        if event.data.get("ends_run"):  # no loopback: the `failed` line that follows says why the run ended
+            return f"  {LOOPED} {st} gate failed: {text}"
         return f"  {LOOPED} {st} gate failed: {text} → {event.data.get('next_stage')}"
     if k == "paused":
         return text
@@ -166,6 +187,8 @@ def format_event(event: EngineEvent) -> str | None:
         return f"❌ run failed: {text}"
     if k == "abandoned":
         return f"✖ {text}"
+    if k == "reopened":
+        return f"↺ {text}"
     if k == "notice":
         return f"note: {text}"
     if k == "question":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .engine import require_stage, require_status, require_text
+from .engine import require_not_paused, require_stage, require_status, require_text
 from .errors import NoActiveRun, OdinError, RunRefused
 from .state import DryOptions, RunState
 
@@ -162,8 +162,13 @@ class NotebookRunner:
         self._submit("revise", lambda: self.engine.revise(feedback), ready)
 
     def step(self, stage: str, ready: Ready | None = None) -> None:
-        state = self._require_active()
+        """Step ``stage`` of the active run (refused at a pause), or of the latest run when it failed (reopened)."""
+        state = self.active() or self._latest_failed()
+        if state is None:
+            self._require_active()  # raises the clear error
+        self._ensure_model_worker(state.dry is not None)
         require_stage(self.engine.loop_for(state.run_id), stage)
+        require_not_paused(state)
         self._submit(f"step {stage}", lambda: self.engine.step(stage), ready)
 
     def answer(self, text: str, ready: Ready | None = None) -> None:
@@ -220,6 +225,13 @@ class NotebookRunner:
 
     def wait(self, timeout: float | None = None) -> DriveOutcome | None:
         return self.drive.wait(timeout)
+
+    def _latest_failed(self) -> RunState | None:
+        try:
+            latest = self.reader().status()
+        except NoActiveRun:
+            return None
+        return latest if latest.status == "failed" else None
 
     def _require_active(self) -> RunState:
         state = self.active()

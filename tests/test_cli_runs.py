@@ -49,19 +49,24 @@ def test_dry_run_pause_status_approve_done(capsys, demo):
 
 def test_a_failed_test_stage_shows_as_looped(capsys, demo):
     # step the test stage into a failure: it shows 🔄 until it passes again
-    odin(capsys, "run", "demo", "--task", "t2", "--dry", "--gates", "test:fail", "--project", demo)
+    from odin_magic.engine import Engine
+
+    odin(capsys, "run", "demo", "--task", "t2", "--dry", "--gates", "test:fail,test:fail", "--project", demo)
+    engine = Engine(demo)
+    engine.listener = lambda e: e.kind == "gate_failed" and engine.request_stop()
+    engine.approve()  # test fails once, then the drive stops: running, not paused (a step at a pause is refused)
     code, out, _ = odin(capsys, "step", "test", "--project", demo)
     assert code == 0 and "🔄 test gate failed" in out
     code, out, _ = odin(capsys, "status", "--project", demo)
-    assert "🔄 test  — looped 1×" in out and "▶ running" in out
+    assert "🔄 test  — looped 2×" in out and "▶ running" in out
 
 
 def test_continue_revise_step_abandon_runs(capsys, demo):
     odin(capsys, "run", "demo", "--task", "t", "--dry", "--project", demo)
     code, out, _ = odin(capsys, "revise", "add error handling", "--project", demo)
     assert code == 0 and "revising with feedback: add error handling" in out
-    code, out, _ = odin(capsys, "step", "spec", "--project", demo)
-    assert code == 0 and "▶ spec (step)" in out
+    code, out, err = odin(capsys, "step", "spec", "--project", demo)  # at a pause a step is refused
+    assert code == 1 and "waits for your approval of stage spec" in err and "▶ spec (step)" not in out
     code, out, _ = odin(capsys, "run", "--project", demo)  # at a pause: approval
     assert code == 0 and "spec approved" in out
     code, out, _ = odin(capsys, "runs", "--project", demo)
@@ -70,7 +75,7 @@ def test_continue_revise_step_abandon_runs(capsys, demo):
     code, out, _ = odin(capsys, "runs", "--json", "--project", demo)
     runs = json.loads(out)
     assert len(runs) == 1 and runs[0]["status"] == "done"
-    assert [h["gate"] for h in runs[0]["history"]][:4] == ["ai-pending", "ai-pending", "ai-pending", "approved"]
+    assert [h["gate"] for h in runs[0]["history"]][:3] == ["ai-pending", "ai-pending", "approved"]
 
 
 def test_refusals_and_usage_errors(capsys, demo):

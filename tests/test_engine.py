@@ -214,14 +214,18 @@ def test_step_on_a_human_stage_pauses_and_a_failing_step_is_counted(project, wri
     events = Events()
     engine = Engine(project, listener=events)
     engine.start("demo", "build", dry=dry("test:fail"))
-    del events[:]
-    state = engine.step("spec")
-    assert state.status == "awaiting_approval" and hist(state)[-1][:3] == ("spec", "pass", "ai-pending")
-    assert events.kinds()[-1] == "paused" and "odin approve" in events[-1].text
+    engine.listener = lambda e: (events(e), e.kind == "gate_passed" and e.stage == "implement"
+                                 and engine.request_stop())
+    engine.approve()  # stopped before test: the run is running, not paused (a step at a pause is refused)
+    engine.listener = events
     state = engine.step("test")
     assert hist(state)[-1] == ("test", "fail", "ai", "critic")
     assert state.iterations == {"test": 1} and state.current_stage == "test"  # a step stays on its stage
     assert state.status == "running"
+    del events[:]
+    state = engine.step("spec")
+    assert state.status == "awaiting_approval" and hist(state)[-1][:3] == ("spec", "pass", "ai-pending")
+    assert events.kinds()[-1] == "paused" and "odin approve" in events[-1].text
 
 
 def test_one_active_run_per_project(project, write_loop):

@@ -154,9 +154,10 @@ def test_revise_line_and_cell_rerun_the_paused_stage(ip, project):
 
 def test_step_abandon_and_task_cell(ip, project):
     odin(ip, "run tiny --task t --dry --wait")
-    odin(ip, "step write --wait")
+    with pytest.raises(UsageError, match="waits for your approval of stage review"):
+        odin(ip, "step write --wait")  # a step would skip the approval
     state = state_json(project)
-    assert state["current_stage"] == "write" and state["history"][-1]["stage"] == "write"
+    assert state["current_stage"] == "review" and state["history"][-1]["stage"] == "review"
     assert "abandoned" in repr(odin(ip, "abandon"))
     assert state_json(project)["status"] == "abandoned"
 
