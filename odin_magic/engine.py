@@ -657,7 +657,7 @@ class Engine:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
                        data={"evidence": evidence, "next_stage": s.state.current_stage,
                              "iterations": s.state.iterations.get(stage.id, 0),
-                             "ends_run": s.state.status == "failed"})
+                             "loops_back": s.state.status == "running"})
         if s.state.status == "done":
             self._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})
         elif s.state.status == "failed":

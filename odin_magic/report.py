@@ -170,7 +170,7 @@ def format_event(event: EngineEvent) -> str | None:
     if k == "gate_passed":
         return f"  {PASSED} {st} gate passed ({text})"
     if k == "gate_failed":
-        if event.data.get("ends_run"):  # no loopback: the `failed` line that follows says why the run ended
+        if not event.data.get("loops_back", True):  # the run failed or is blocked: the next line says so
             return f"  {LOOPED} {st} gate failed: {text}"
         return f"  {LOOPED} {st} gate failed: {text} → {event.data.get('next_stage')}"
     if k == "paused":

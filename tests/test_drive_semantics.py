@@ -8,11 +8,15 @@ import json
 
 import pytest
 
+from conftest import DEMO_LOOP
 from odin_magic.cli import main
 from odin_magic.engine import Engine
 from odin_magic.errors import NoActiveRun, RunRefused
 from odin_magic.report import render_runs, render_status, stage_marks
 from odin_magic.state import DryOptions
+
+#: demo, where six identical failures in a row fail the run (not pause it as blocked: max_repeats)
+DEMO_FAILS = DEMO_LOOP.replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 10")
 
 LINEAR = """
 name: linear
@@ -91,7 +95,7 @@ def test_a_done_run_that_ran_every_stage_names_none(project, write_loop):
 
 
 def test_a_step_reopens_the_latest_run_when_it_failed(project, write_loop):
-    write_loop()
+    write_loop(DEMO_FAILS)
     events = Events()
     engine = Engine(project, listener=events)
     failed = engine.start("demo", "build", dry=DryOptions(gates=["test:fail"] * 6, approve_all=True))
@@ -124,7 +128,7 @@ def test_a_step_does_not_reopen_a_done_or_abandoned_run(project, write_loop):
 
 
 def test_cli_step_on_a_failed_run(capsys, project, write_loop):
-    write_loop()
+    write_loop(DEMO_FAILS)
     code, _, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates",
                       ",".join(["test:fail"] * 6), "--project", str(project))
     assert code == 1
@@ -161,7 +165,7 @@ def test_an_approved_stage_is_passed(project, write_loop):
 
 
 def test_the_failure_that_ends_a_run_is_not_printed_as_a_loopback(capsys, project, write_loop):
-    write_loop()
+    write_loop(DEMO_FAILS)
     code, out, _ = odin(capsys, "run", "demo", "--task", "t", "--dry", "--approve-all", "--gates",
                         ",".join(["test:fail"] * 6), "--project", str(project))
     assert code == 1
