@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .errors import RunRefused
 from .events import EngineEvent
+from .secrets import redact_text
 
 Subscriber = Callable[[EngineEvent], None]
 Finisher = Callable[["DriveOutcome"], None]
@@ -147,7 +148,7 @@ class StreamRouter:
         if threading.current_thread() is not threading.main_thread():
             sink = self.route()
             if sink is not None:
-                sink(self.name, text)
+                sink(self.name, redact_text(text))
                 return len(text)
         return self.original.write(text)
 

@@ -35,6 +35,7 @@ from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
 from .interview.runner import AwaitingAnswer
 from .loop import Loop, Stage
+from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
 from .store import LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
@@ -368,6 +369,7 @@ class Engine:
             s = self._session
             which = f" run {s.state.run_id}" if s else ""
             raise RunLocked(f"this engine is already driving{which}", hint="wait for it, or request_stop() first")
+        protect_process()  # the driver's environment (the key) is no child's to read, where the OS allows
         try:
             self._stop.clear()
             yield
@@ -767,8 +769,9 @@ class Engine:
         if self.listener is None:
             return
         run_id = run if isinstance(run, str) else run.run_id
+        text, data = redact((text, data or {}))  # a live view never shows a secret
         try:
-            self.listener(EngineEvent(kind=kind, run_id=run_id, stage=stage, text=text, data=data or {}))
+            self.listener(EngineEvent(kind=kind, run_id=run_id, stage=stage, text=text, data=data))
         except Exception as exc:  # a broken live view must not break the run
             print(f"odin: event listener failed on {kind!r}: {exc!r}", file=sys.stderr)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .secrets import redact_text
+
 
 class OdinError(Exception):
     """A user-facing error: ``message`` says what is wrong, ``hint`` what to do."""
@@ -9,6 +11,9 @@ class OdinError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, hint: str | None = None):
+        # an error may quote a command's output or an API answer: no secret in it
+        message = redact_text(message)
+        hint = redact_text(hint) if hint else hint
         super().__init__(message)
         self.message = message
         self.hint = hint

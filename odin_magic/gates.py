@@ -22,6 +22,7 @@ from typing import Callable
 
 from .artifacts import Placement
 from .loop import GateCommand, Stage
+from .secrets import redact_text
 from .state import Usage
 from .store import write_atomic
 from .workers.base import CommandEvidence, EventSink, JudgeJob, Verdict, Worker
@@ -58,11 +59,13 @@ class GateOutcome:
 
 
 def _tail(f) -> str:
+    """The last characters of a command's output, every configured secret redacted
+    (a command can read the driver's environment, e.g. ``cat /proc/$PPID/environ``)."""
     f.seek(0, os.SEEK_END)
     size = f.tell()
     f.seek(max(0, size - TAIL_CHARS * 4))
     text = f.read().decode("utf-8", errors="replace")
-    return text[-TAIL_CHARS:]
+    return redact_text(text)[-TAIL_CHARS:]
 
 
 #: Set by ipykernel; inherited, they make pytest and friends write colour codes
@@ -72,7 +75,10 @@ _FORCED_COLOUR = ("FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR")
 
 def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
     """The environment of gate commands (and of the worker's bash tool): the process's own,
-    less every ``ANTHROPIC_*`` variable, so that no command can print, record or spend the key."""
+    less every ``ANTHROPIC_*`` variable, so that ``env`` or ``$ANTHROPIC_API_KEY`` does not show the key.
+
+    A command can still find it elsewhere (``/proc/$PPID/environ`` when run as root, a
+    file): what it prints is redacted (:mod:`odin_magic.secrets`) before it is recorded."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in _FORCED_COLOUR}
     env.update(
         ODIN_PROJECT_DIR=str(project_dir),

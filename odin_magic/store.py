@@ -38,6 +38,7 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
+from .secrets import redact, redact_text
 from .state import Blocked, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
@@ -224,7 +225,9 @@ def write_atomic(path: Path, text: str) -> None:
     file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
     The file gets the mode any program's new file gets (0666 less the umask),
     or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
+    No configured secret's value is written (:mod:`odin_magic.secrets`).
     """
+    text = redact_text(text)
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -401,7 +404,9 @@ class RunHandle:
     def record(self, type: str, at: str, *, save: bool = True, **fields: Any) -> dict[str, Any]:
         """Append one event (flush + fsync), fold it into the state, and save state.json.
 
-        A handle opened on a new run (state None) first records its ``created`` event."""
+        A handle opened on a new run (state None) first records its ``created`` event.
+        No configured secret's value reaches the log or the state (:mod:`odin_magic.secrets`)."""
+        fields = redact(fields)
         seq = self.state.log_seq + 1 if self.state is not None else 1
         record = {"seq": seq, "at": at, "type": type, **fields}
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

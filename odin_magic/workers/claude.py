@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from ..config import Settings, usage_with_cost
 from ..errors import ConfigError
 from ..roles import STUB_DIR, load_persona, policy_for
+from ..secrets import redact, redact_request, register
 from ..loop import Loop
 from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
@@ -63,7 +64,11 @@ def has_credentials(client: AsyncAnthropic) -> bool:
 
 def default_client_factory(settings: Settings) -> ClientFactory:
     def make() -> AsyncAnthropic:
-        return AsyncAnthropic(base_url=settings.base_url, max_retries=settings.max_retries, timeout=settings.timeout)
+        client = AsyncAnthropic(base_url=settings.base_url, max_retries=settings.max_retries, timeout=settings.timeout,
+                                middleware=[redact_request])
+        register(client.api_key, "ANTHROPIC_API_KEY")  # also when it came from a profile, not the environment
+        register(client.auth_token, "ANTHROPIC_AUTH_TOKEN")
+        return client
 
     return make
 
@@ -247,6 +252,7 @@ class ClaudeWorker:
 
     def _refused(self, job: StageJob, role: str, message: str, emit: Callable[[str, str], None]) -> None:
         """A refused tool call: streamed, and recorded in the run dir (``tool-refusals.jsonl``)."""
+        message = redact(message)
         emit("tool_refused", message)
         record = {"at": self.clock().isoformat(timespec="seconds"), "stage": job.stage.id, "role": role,
                   "attempt": job.attempt, "message": message}
@@ -355,7 +361,7 @@ class ClaudeWorker:
                     if last.stop_reason == "tool_use":
                         results = await runner.generate_tool_call_response()  # cached: the runner reuses it
                         if results is not None:
-                            history.append(dict(results))
+                            history.append(redact(dict(results)))
                     elif last.stop_reason == "max_tokens":
                         emit("info", f"the reply hit max_tokens ({self.settings.max_tokens}); the stage ends here")
             except WorkerError as exc:

@@ -73,6 +73,7 @@ class RunThread:
             return thread
 
     def save(self) -> None:
+        """Write thread.json atomically; no configured secret's value is written."""
         data = {
             "version": 1,
             "summary": self.summary,

@@ -32,6 +32,7 @@ from anthropic import AsyncAnthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..secrets import redact_request
 from ..yamlsource import YamlDocument, YamlError, load_yaml
 from .base import Verdict
 
@@ -406,6 +407,7 @@ class ScriptedModel:
             base_url="http://scripted.invalid",
             max_retries=max_retries,
             http_client=httpx2.AsyncClient(transport=self.transport()),
+            middleware=[redact_request],
         )
 
     def client_factory(self, *, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:

@@ -30,6 +30,7 @@ from ..gates import command_env, run_command
 from ..loop import GateCommand
 from ..postedit import EditCheck, check_edit, failure_message
 from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
+from ..secrets import redact
 
 #: Checks a file just written (its real path, and the path as the model named it).
 EditChecker = Callable[[Path, str], list[EditCheck]]
@@ -116,6 +117,7 @@ class RoleToolbox:
             return Path(os.path.realpath(path))
 
     def _refuse(self, message: str) -> None:
+        message = redact(message)
         self.refusals.append(message)
         self._on_refused(message)
         raise ToolError(f"refused: {message}")
@@ -140,15 +142,20 @@ class RoleToolbox:
 
         async def call(**kwargs: Any) -> Any:
             args = {k: v for k, v in kwargs.items() if v is not None}
-            self._on_call(describe_call(name, args))
+            self._on_call(redact(describe_call(name, args)))
             self._check(name, args)
             try:
-                result = await tool.call(args)
+                # what a tool returns goes into the next request and thread.json: no secret in it
+                result = redact(await tool.call(args))
             except ToolError as exc:
+                clean = redact(exc.content)
                 if self._on_error is not None:
-                    first = str(exc).strip().splitlines()[-1:] or [""]
+                    text = clean if isinstance(clean, str) else str(redact(str(exc)))
+                    first = text.strip().splitlines()[-1:] or [""]
                     self._on_error(f"{name} failed: {first[0][:200]}")
-                raise
+                if clean is exc.content:
+                    raise
+                raise ToolError(clean) from None
             if name in WRITE_TOOLS and self._check_edit is not None:
                 await self._fast_fail(str(args.get("file_path", "")))
             return result
