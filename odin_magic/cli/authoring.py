@@ -29,6 +29,7 @@ def register(subparsers) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing loop of that name")
     add_project(p)
     p.set_defaults(handler=cmd_new)
+    register_refine(subparsers)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -176,3 +177,67 @@ class TerminalInterview:
         data["interview"] = {"enabled": True, "threshold": threshold_value,
                              "challenges": [c.strip() for c in challenges.split(",") if c.strip()],
                              "auto_assist": assist.lower().startswith("y")}
+
+
+# -- odin refine ------------------------------------------------------------------------------
+
+
+def register_refine(subparsers) -> None:
+    p = subparsers.add_parser(
+        "refine",
+        help="Muninn: learn from past runs and propose loop edits (apply ID / reject ID / list)",
+        description="Aggregate every run of LOOP (default: every loop with runs) from the event logs, and save "
+        "rule-based proposals as .odin-loop/refinements/<loop>-<n>.yaml. `odin refine apply ID` applies one "
+        "(bumps the loop's version, keeps the previous one in .odin-loop/loops/.history/); `odin refine reject ID` "
+        "rejects it; `odin refine list [LOOP]` lists them.",
+    )
+    p.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID | list [LOOP]")
+    p.add_argument("--json", action="store_true", help="print the aggregates and proposals as JSON")
+    add_project(p)
+    p.set_defaults(handler=cmd_refine)
+
+
+def _now() -> str:
+    from datetime import datetime
+
+    return datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    import json
+
+    from ..refine import Refinements, refine
+    from ..refine_report import render_proposal, render_result
+
+    project = project_dir(args)
+    words = list(args.words)
+    action = words[0] if words and words[0] in ("apply", "reject", "list") else None
+    if action in ("apply", "reject"):
+        if len(words) != 2:
+            raise UsageError(f"usage: odin refine {action} ID", hint="`odin refine list` shows the proposal ids")
+        refinements = Refinements(project)
+        if action == "apply":
+            proposal, path = refinements.apply(words[1], _now())
+            print(f"applied {proposal.id}: {proposal.title}\nwrote {path} (version {proposal.applied_version}); "
+                  f"the previous version is in {refinements.history_dir}")
+        else:
+            proposal = refinements.reject(words[1], _now())
+            print(f"rejected {proposal.id}: {proposal.title}")
+        return 0
+    if action == "list":
+        if len(words) > 2:
+            raise UsageError("usage: odin refine list [LOOP]")
+        proposals = Refinements(project).all(words[1] if len(words) == 2 else None)
+        if args.json:
+            print(json.dumps([p.model_dump(mode="json") for p in proposals], indent=2))
+        else:
+            print("\n".join(render_proposal(p, diff=False) for p in proposals) or "no proposals")
+        return 0
+    if len(words) > 1:
+        raise UsageError("usage: odin refine [LOOP]  (or: apply ID, reject ID, list [LOOP])")
+    result = refine(project, words[0] if words else None)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(render_result(result))
+    return 0
