@@ -145,6 +145,12 @@ def _split(line: str) -> list[str]:
 # -- the magics ----------------------------------------------------------------------------
 
 
+#: What ``%odin config KEY=`` suggests when the value is missing.
+_CONFIG_EXAMPLES = {"project": "..", "model": "claude-sonnet-5-5", "judge_model": "claude-sonnet-5-5",
+                    "max_tokens": "8000", "base_url": "http://127.0.0.1:8000", "script": "quickstart.script.yaml",
+                    "widgets": "false", "charts": "false"}
+
+
 @magics_class
 class OdinMagics(Magics):
     """``%odin`` / ``%%odin``. Settings: ``%config OdinMagics.<name> = value``."""
@@ -476,7 +482,12 @@ class OdinMagics(Magics):
         return ConfigDisplay(self._config_items())
 
     def _set(self, key: str, value: str) -> None:
-        if key == "project":
+        if not value:  # `model=` would silently fall back to the default: say so instead
+            raise UsageError(f"{key}= needs a value, e.g. {key}={_CONFIG_EXAMPLES[key]}; "
+                             f"{key}=default goes back to the default")
+        if value == "default":
+            setattr(self, key, self.traits()[key].default())
+        elif key == "project":
             path = Path(value).expanduser()
             path = path if path.is_absolute() else notebook_dir(self.shell) / path
             if not path.is_dir():

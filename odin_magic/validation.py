@@ -23,7 +23,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import UsageError
+from .errors import OdinError, UsageError
 from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage
 from .roles import POLICIES
 from .yamlsource import MAX_BYTES, YamlDocument, YamlError, decode_text, load_yaml
@@ -66,22 +66,31 @@ class ValidationReport:
     name: str | None = None  # the loop's ``name`` as written, even when the file is invalid
     description: str | None = None
     stage_count: int | None = None
+    unreadable: OdinError | None = None  # set when the file is missing or cannot be read: its one error
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return not self.errors and self.unreadable is None
 
     def to_dict(self) -> dict:
-        return {
+        data = {
             "path": self.path,
             "loop": self.name,
             "ok": self.ok,
+            "readable": self.unreadable is None,
             "errors": [d.to_dict() for d in self.errors],
             "warnings": [d.to_dict() for d in self.warnings],
         }
+        if self.unreadable is not None:
+            data["error"] = self.unreadable.message
+            data["hint"] = self.unreadable.hint
+        return data
 
     def format(self) -> str:
         """A readable report: every diagnostic, errors first, then a one-line verdict."""
+        if self.unreadable is not None:
+            told = str(self.unreadable)
+            return f"odin: {told}" if self.path in told else f"odin: {self.path}: {told}"
         lines = [str(d) for d in self.errors + self.warnings]
         verdict = "ok" if self.ok else "INVALID"
         who = f"loop '{self.name}'" if self.name else "loop"
@@ -664,6 +673,11 @@ def validate_file(path, schedulable: bool = False) -> ValidationReport:
     except YamlError as exc:
         return _unloadable(source, exc)
     return validate_text(text, source, expected_name=path.stem, schedulable=schedulable)
+
+
+def unreadable_report(source: str, error: OdinError) -> ValidationReport:
+    """The report of a loop file that could not be read at all (missing, a directory, no permission)."""
+    return ValidationReport(path=source, unreadable=error)
 
 
 def reports_to_json(reports: list[ValidationReport]) -> str:

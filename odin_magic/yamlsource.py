@@ -114,6 +114,19 @@ class YamlDocument:
         return node.key_line, node.key_column
 
 
+def _tab_indent(text: str, line: int) -> tuple[int, int] | None:
+    """Where a tab indents the line a parse error points at, or the nearest line above it (1-based)."""
+    lines = text.splitlines()
+    for n in range(min(line, len(lines)), 0, -1):
+        body = lines[n - 1]
+        indent = body[: len(body) - len(body.lstrip(" \t"))]
+        if "\t" in indent and body.strip():
+            return n, indent.index("\t") + 1
+        if body.strip() and n < line:
+            return None  # a line above indented with spaces only: the tab is not the cause
+    return None
+
+
 def _offset_position(text: str, offset: int) -> tuple[int, int]:
     """Line and column (1-based) of a character offset in ``text``."""
     return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
@@ -382,6 +395,10 @@ def load_yaml(text: str) -> YamlDocument:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = _mark(mark)
+        tab = _tab_indent(text, line)
+        if tab is not None:
+            raise YamlError("a tab in the indentation (YAML indents with spaces only)", tab[0], tab[1],
+                            hint="tab: use spaces to indent") from None
         problem = exc.problem or exc.context or "invalid YAML"
         if exc.context and exc.problem:
             problem = f"{exc.problem} ({exc.context})"

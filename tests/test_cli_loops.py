@@ -51,10 +51,56 @@ def test_one_bad_file_among_good_ones_exits_1(capsys):
 
 @pytest.mark.parametrize("make", ["missing", "directory"])
 def test_missing_or_unreadable_file_exits_2(capsys, tmp_path, make):
-    target = tmp_path / "nope.yaml" if make == "missing" else tmp_path
+    target = tmp_path / "nope.yaml" if make == "missing" else tmp_path  # a directory without loop files
     code, out, err = run(capsys, "validate", BUILTIN_FILES[0], str(target))
     assert code == 2
-    assert str(target) in err and out == ""
+    assert str(target) in err and str(target) not in out
+    assert f"{BUILTIN_FILES[0]}: loop 'bugfix' ok" in out  # the readable file is still checked and reported
+    assert "1 file(s) checked, 0 invalid; 1 missing or unreadable" in out
+
+
+def test_every_readable_file_is_reported_beside_a_missing_one(capsys, tmp_path):
+    bad = str(FIXTURES / "gate-mode-bad.yaml")
+    missing = str(tmp_path / "missing.yaml")
+    code, out, err = run(capsys, "validate", BUILTIN_FILES[0], missing, bad)
+    assert code == 2  # missing wins over invalid
+    assert f"{BUILTIN_FILES[0]}: loop 'bugfix' ok" in out and f"{bad}:" in out and "INVALID" in out
+    assert f"odin: {missing}: no such file" in err
+    assert "2 file(s) checked, 1 invalid; 1 missing or unreadable" in out
+
+
+def test_validate_json_always_prints_the_report(capsys, tmp_path):
+    missing = str(tmp_path / "missing.yaml")
+    code, out, err = run(capsys, "validate", "--json", BUILTIN_FILES[0], missing)
+    assert code == 2 and err == ""
+    data = json.loads(out)
+    assert data["all_ok"] is False
+    first, second = data["results"]
+    assert first["ok"] is True and first["readable"] is True and first["loop"] == "bugfix"
+    assert second == {"path": missing, "loop": None, "ok": False, "readable": False, "errors": [], "warnings": [],
+                      "error": f"{missing}: no such file", "hint": second["hint"]}
+    code, out, _ = run(capsys, "validate", "--json", "nosuch", "--project", str(tmp_path))
+    assert code == 2 and json.loads(out)["results"][0]["error"].startswith("no loop named 'nosuch'")
+
+
+def test_validate_a_directory_checks_the_loops_in_it(capsys, tmp_path, monkeypatch):
+    code, out, _ = run(capsys, "validate", str(LOOPS))
+    assert code == 0
+    for path in BUILTIN_FILES:
+        assert f"{path}: loop '{Path(path).stem}' ok" in out
+    assert f"{len(BUILTIN_FILES)} file(s) checked, 0 invalid" in out
+    _project_loop(tmp_path, "broken", "name: broken\nmax_iterations: 0\nstages: []\n")
+    monkeypatch.chdir(tmp_path / ".odin-loop" / "loops")
+    code, out, _ = run(capsys, "validate", ".")
+    assert code == 1 and "broken.yaml: loop 'broken' INVALID" in out
+
+
+def test_a_tab_in_the_indentation_says_use_spaces(capsys, tmp_path):
+    path = tmp_path / "tabbed.yaml"
+    path.write_text("name: tabbed\nmax_iterations: 2\nstages:\n  - id: a\n\tproduces: [a.md]\n")
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 1
+    assert f"{path}:5:1: error: a tab in the indentation" in out and "tab: use spaces" in out
 
 
 def test_bad_arguments_exit_2(capsys):
@@ -78,7 +124,7 @@ def test_validate_json_shape(capsys):
     assert set(data) == {"all_ok", "results"} and data["all_ok"] is False
     good, broken = data["results"]
     for result in data["results"]:
-        assert set(result) == {"path", "loop", "ok", "errors", "warnings"}
+        assert set(result) == {"path", "loop", "ok", "readable", "errors", "warnings"}
     assert (good["loop"], good["ok"], good["errors"], good["warnings"]) == ("bugfix", True, [], [])
     assert broken["ok"] is False and broken["path"] == bad
     [err] = broken["errors"]
@@ -151,6 +197,11 @@ def test_list_text(capsys, tmp_path):
     code, out, _ = run(capsys, "list", "--project", str(tmp_path))
     assert code == 0
     assert "spec-harness-tdd" in out and "7 stages" in out and "builtin" in out
+    _project_loop(tmp_path, "single", "name: single\nmax_iterations: 1\nstages:\n"
+                  "  - id: only\n    produces: [a.md]\n    gate: {mode: ai, check: a.md exists}\n")
+    code, out, _ = run(capsys, "list", "--project", str(tmp_path))
+    [line] = [ln for ln in out.splitlines() if ln.startswith("single ")]
+    assert " 1 stage " in line and "1 stages" not in line
     assert "broken" in out and "INVALID (2 error(s))" in out
     assert "`odin validate broken` shows what to fix" in out
 

@@ -231,3 +231,23 @@ def test_help_shows_a_session_and_what_a_real_run_needs(capsys):
     assert info.value.code == 0
     assert 'odin run spec-harness-tdd --task "..."' in out
     assert "ANTHROPIC_API_KEY" in out and "ODIN_SCRIPT" in out and "--dry" in out
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_odin_run_says_that_odin_run_resumes(demo):
+    import signal
+    import subprocess
+    import sys
+
+    odin_cmd = [sys.executable, "-m", "odin_magic"]
+    proc = subprocess.Popen([*odin_cmd, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "2",
+                             "--project", demo], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:  # wait on the event: the first stage has started (and sleeps its delay)
+        if line.startswith("▶ spec"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted" in err and "`odin run` resumes" in err and "Traceback" not in err
+    resumed = subprocess.run([*odin_cmd, "run", "--project", demo], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0 and "done" in resumed.stdout.splitlines()[-1]

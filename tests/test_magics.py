@@ -83,6 +83,8 @@ def test_help_lists_every_command_and_the_docstring_is_the_usage(ip):
     ("step", "required"),
     ("config nonsense", "KEY=VALUE"),
     ("config max_tokens=lots", "whole number"),
+    ("config model=", "model= needs a value"),
+    ("config model=claude-other script=", "script= needs a value"),
     ("help frob", "no command"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, project, line, words):
@@ -267,6 +269,11 @@ def test_config_and_traitlets(ip, project):
     assert "claude-other" in text and "1234" in text
     assert str(project) in text
     magics = ip.magics_manager.registry["OdinMagics"]
+    with pytest.raises(UsageError, match="model=default goes back to the default"):
+        odin(ip, "config model=")
+    assert magics.model == "claude-other"  # refused: nothing changed
+    odin(ip, "config model=default max_tokens=default")
+    assert magics.model is None and magics.max_tokens is None
     magics.model = None
     magics.max_tokens = None
     with pytest.raises(UsageError, match="does not exist"):

@@ -244,7 +244,7 @@ def test_json_shape():
     data = json.loads(reports_to_json(reports))
     assert data["all_ok"] is False
     bad, warned = data["results"]
-    assert set(bad) == {"path", "loop", "ok", "errors", "warnings"}
+    assert set(bad) == {"path", "loop", "ok", "readable", "errors", "warnings"}
     assert bad["loop"] == "on-fail-target-bad" and bad["ok"] is False
     assert bad["errors"][0] == {
         "severity": "error", "file": bad["path"], "line": 19, "column": 16, "field": "stages[1].gate.on_fail",

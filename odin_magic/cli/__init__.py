@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail
         return 0
     except KeyboardInterrupt:
-        print("odin: interrupted", file=sys.stderr)
+        if getattr(args, "drives_a_run", False):  # the run is saved at its last step: say how to go on
+            print("odin: interrupted; the run is saved where it stopped: `odin run` resumes it", file=sys.stderr)
+        else:
+            print("odin: interrupted", file=sys.stderr)
         return 130
 
 

@@ -53,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("text", nargs="+", metavar="TEXT",
                    help="your answer; or: you decide | skip | a number (an offered option) | confirm | merge A, B ...")
     add_project(p)
-    p.set_defaults(handler=_cmd_answer)
+    p.set_defaults(handler=_cmd_answer, drives_a_run=True)
 
     p = sub.add_parser("question", help="show the deep interview's waiting question")
     add_project(p)

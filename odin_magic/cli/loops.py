@@ -9,9 +9,9 @@ from pathlib import Path
 
 from . import add_project, project_dir
 from ..catalog import LoopCatalog
-from ..errors import OdinError
+from ..errors import OdinError, UsageError
 from ..loop import Loop, loop_json_schema
-from ..validation import ValidationReport, reports_to_json, validate_file
+from ..validation import ValidationReport, reports_to_json, unreadable_report, validate_file
 
 
 def register(subparsers) -> None:
@@ -68,17 +68,45 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    # every file is read before anything is printed: a missing one (UsageError, exit 2) leaves no partial report
-    reports = [validate_file(_loop_path(arg, args), schedulable=args.schedulable) for arg in args.paths]
+    reports = [report for arg in args.paths for report in _validate_arg(arg, args)]
+    unreadable = [r for r in reports if r.unreadable is not None]
     if args.json:
         print(reports_to_json(reports))
     else:
-        for report in reports:
-            print(report.format())
+        for report in reports:  # a file that could not be read is told on stderr, as other usage errors are
+            print(report.format(), file=sys.stderr if report.unreadable else sys.stdout)
         if len(reports) > 1:
-            bad = sum(not r.ok for r in reports)
-            print(f"{len(reports)} file(s) checked, {bad} invalid")
+            checked = [r for r in reports if r.unreadable is None]
+            missing = f"; {len(unreadable)} missing or unreadable" if unreadable else ""
+            print(f"{len(checked)} file(s) checked, {sum(not r.ok for r in checked)} invalid{missing}")
+    if unreadable:
+        return 2
     return 0 if all(r.ok for r in reports) else 1
+
+
+def _validate_arg(arg: str, args: argparse.Namespace) -> list[ValidationReport]:
+    """The reports for one argument: a file, a loop name, or a directory (the loop files in it).
+
+    A file that cannot be read is a report too (``unreadable``), so the others are still checked.
+    """
+    try:
+        path = _loop_path(arg, args)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            if not files:
+                raise UsageError(f"{path}: no loop files (*.yaml) in this directory",
+                                 hint="give a directory of loop files, e.g. .odin-loop/loops")
+            return [_validate_one(f, args) for f in files]
+        return [_validate_one(path, args)]
+    except UsageError as exc:
+        return [unreadable_report(arg, exc)]
+
+
+def _validate_one(path: Path, args: argparse.Namespace) -> ValidationReport:
+    try:
+        return validate_file(path, schedulable=args.schedulable)
+    except UsageError as exc:
+        return unreadable_report(str(path), exc)
 
 
 def _active_loop(project: Path) -> str | None:
@@ -118,7 +146,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for e in entries:
         source = "project (overrides built-in)" if e.overrides_builtin else e.source
         status = "valid" if e.valid else f"INVALID ({e.error_count} error(s))"
-        stages = f"{e.stage_count} stages" if e.stage_count is not None else "? stages"
+        stages = "? stages" if e.stage_count is None else f"{e.stage_count} stage" + ("" if e.stage_count == 1 else "s")
         mark = "  <- active run" if e.name == active else ""
         print(f"{e.name:<{width}}  {stages:<9}  {source}  {status}{mark}")
         if e.description:
@@ -189,10 +217,16 @@ def render_loop(loop: Loop, source: str) -> str:
 
 
 def _loop_path(arg: str, args: argparse.Namespace) -> Path:
-    """A loop argument: a file path (anything with a ``/`` or a YAML suffix), else a loop name."""
+    """A loop argument: a file path (anything with a ``/`` or a YAML suffix), else a loop name,
+    else an existing directory (``.``)."""
     if arg.endswith((".yaml", ".yml")) or "/" in arg or "\\" in arg:
         return Path(arg)  # validate_file says when it is missing or not a file
-    return LoopCatalog(project_dir(args)).resolve(arg)
+    try:
+        return LoopCatalog(project_dir(args)).resolve(arg)
+    except UsageError:
+        if Path(arg).is_dir():
+            return Path(arg)
+        raise
 
 
 def cmd_show(args: argparse.Namespace) -> int:

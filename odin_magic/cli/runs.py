@@ -135,21 +135,21 @@ def register(sub) -> None:
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
     p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
     add_project(p)
-    p.set_defaults(handler=_cmd_run)
+    p.set_defaults(handler=_cmd_run, drives_a_run=True)
 
     p = sub.add_parser("approve", help="approve the paused stage and continue")
     add_project(p)
-    p.set_defaults(handler=_cmd_approve)
+    p.set_defaults(handler=_cmd_approve, drives_a_run=True)
 
     p = sub.add_parser("revise", help="re-run the paused stage with FEEDBACK, then gate it again")
     p.add_argument("feedback", metavar="FEEDBACK")
     add_project(p)
-    p.set_defaults(handler=_cmd_revise)
+    p.set_defaults(handler=_cmd_revise, drives_a_run=True)
 
     p = sub.add_parser("step", help="run one stage and its gate without advancing")
     p.add_argument("stage", metavar="STAGE")
     add_project(p)
-    p.set_defaults(handler=_cmd_step)
+    p.set_defaults(handler=_cmd_step, drives_a_run=True)
 
     p = sub.add_parser("status", help="show a run (default: the active or latest run)")
     p.add_argument("--run", metavar="ID", help="run id")
