@@ -47,6 +47,7 @@ class FakeMessages:
         self._queue: list[Responder] = []
         self._lock = threading.Lock()
         self.unexpected: list[dict[str, Any]] = []
+        self.served: list[dict[str, int]] = []  # the usage of every reply served (queued with ``reply``)
 
     # -- queueing replies ------------------------------------------------------------
 
@@ -71,6 +72,7 @@ class FakeMessages:
         use = usage or {"input_tokens": 10, "output_tokens": 5}
 
         def respond(body: dict[str, Any]) -> httpx2.Response:
+            self.served.append(dict(use))
             return reply_response(body, message_body(model=body["model"], content=content, stop_reason=stop, usage=use))
 
         return self.raw(respond)

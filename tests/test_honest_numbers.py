@@ -79,3 +79,74 @@ def test_a_refused_config_value_leaves_the_previous_one_in_force(ip, tmp_path, m
     finally:
         magics.model = magics.max_tokens = None
         magics.project = ""
+
+
+# -- item 8: every API call's usage counts -------------------------------------------------
+
+
+def test_state_usage_is_the_sum_of_every_reply_served_including_an_invalid_verdict(project: Path, write_loop):
+    write_loop(ONE_STAGE)
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "docs/answer.md", "content": "42"},
+              usage={"input_tokens": 1000, "output_tokens": 100})
+    fake.reply("written", usage={"input_tokens": 1200, "output_tokens": 20})
+    fake.reply("It passes, I am sure.", usage={"input_tokens": 800, "output_tokens": 30})  # not a verdict
+    fake.verdict(passed=True, reasons=["docs/answer.md states 42"])
+
+    state = Engine(project, worker=worker_for(fake)).start("once", "answer")
+
+    assert state.status == "done"
+    assert len(fake.served) == len(fake.requests) == 4
+    served_in = sum(u.get("input_tokens", 0) for u in fake.served)
+    served_out = sum(u.get("output_tokens", 0) for u in fake.served)
+    total = state.usage.total
+    assert (total.input_tokens, total.output_tokens) == (served_in, served_out) == (3007, 153)
+    on_disk = json.loads((project / ".odin-loop" / "runs" / state.run_id / "state.json").read_text())
+    assert on_disk["usage"]["total"]["input_tokens"] == served_in
+    assert on_disk["usage"]["by_stage"]["only"]["output_tokens"] == served_out
+
+
+def test_a_judge_that_never_gives_a_valid_verdict_still_counts_both_replies(project: Path, write_loop):
+    write_loop(ONE_STAGE.replace("max_iterations: 3", "max_iterations: 1"))
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "docs/answer.md", "content": "42"}).reply("written")
+    fake.reply("no JSON here").reply('{"passed": "perhaps"}')  # two bad verdicts: the gate fails
+    fake.reply("again").reply("no").reply("still no")  # the retry of the stage and its two bad verdicts
+
+    state = Engine(project, worker=worker_for(fake)).start("once", "answer")
+
+    assert state.status == "failed"
+    assert len(fake.served) == len(fake.requests) == 7
+    assert state.usage.total.input_tokens == sum(u["input_tokens"] for u in fake.served)
+    assert state.usage.total.output_tokens == sum(u["output_tokens"] for u in fake.served)
+
+
+def test_interview_replies_that_do_not_fit_the_schema_are_counted_too(tmp_path):
+    from odin_magic.interview import InterviewSession
+    from odin_magic.interview.claude import ClaudeInterviewModel
+    from odin_magic.loop import Stage
+    from odin_magic.workers.base import WorkerError
+    from odin_magic.workers.scripted import ScriptedModel, load_script
+
+    script = tmp_path / "script.yaml"
+    script.write_text("""
+answers:
+  interview-propose:
+    interview: [{goal: g, components: [{name: Ingestion}]}]
+  interview-question:
+    interview: [{question: "Which formats?"}]
+  interview-score:
+    interview: [{malformed: "nope"}]
+""")
+    stage = Stage.model_validate({"id": "interview", "interview": {"mode": "deep", "challenges": []},
+                                  "produces": ["spec.md", "interview-log.md"],
+                                  "gate": {"mode": "ai+human", "check": "converged"}})
+    fake = ScriptedModel(load_script(script))
+    model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0))
+    session = InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t", model=model)
+    session.start()
+    session.answer("confirm")
+    with pytest.raises(WorkerError, match="no usable reply twice") as info:
+        session.answer("CSV")
+    # the two score replies that did not fit were paid for: the error carries their usage to the budget
+    assert info.value.usage.input_tokens > 0 and info.value.usage.output_tokens > 0

@@ -81,7 +81,9 @@ def test_two_bad_verdicts_fail_the_gate_with_the_reason(project: Path):
     result, _ = judge_with(fake, job)
     assert result.verdict.passed is False
     reason = result.verdict.reasons[0]
-    assert "no valid verdict twice" in reason and reason.count("malformed or refused verdict") == 2
+    assert "no valid verdict twice" in reason and "malformed or refused verdict" in reason
+    assert "the judge refused to answer" in reason  # a refusal is named as one, whatever its text
+    assert result.usage.input_tokens == 20  # both replies counted, neither a valid verdict
     assert len(fake.requests) == 2
 
 

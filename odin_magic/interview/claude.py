@@ -1,4 +1,4 @@
-"""The interview model served by Claude: one ``messages.parse`` call per request.
+"""The interview model served by Claude: one structured-output call per request (:mod:`..workers.structured`).
 
 Each :class:`~odin_magic.interview.protocol.InterviewModel` method sends the
 interview brief and one instruction, and asks for its pydantic output type
@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import anthropic
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..config import Settings, usage_with_cost
 from ..state import Usage
 from ..workers.base import WorkerError
-from ..workers.claude import api_failure, default_client_factory, require_credentials, run_coroutine, usage_of
+from ..workers.claude import api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
 from ..workers.prompts import system_blocks
+from ..workers.structured import ask_structured
 from .convergence import CODE_SUFFIXES, IGNORED_DIRS
 from .models import (
     AutoAnswer,
@@ -115,39 +116,47 @@ class ClaudeInterviewModel:
         try:
             for attempt in (1, 2):
                 try:
-                    reply = await client.messages.parse(
+                    answer = await ask_structured(
+                        client, output,
                         model=model,
                         max_tokens=min(self.settings.max_tokens, MAX_TOKENS),
                         system=system_blocks(RULES),
                         messages=messages,
-                        output_format=output,
                         extra_headers={
                             "x-odin-stage": brief.stage,
                             "x-odin-purpose": f"interview-{purpose}",
                             "x-odin-call": uuid.uuid4().hex,
                         },
                     )
-                except ValidationError as exc:
-                    problem = f"the reply did not fit {output.__name__} ({exc.errors()[0]['msg']})"
+                except anthropic.AnthropicError as exc:
+                    err = api_failure(exc, self.settings, f"interview {purpose} of stage {brief.stage}")
+                    err.usage = usage
+                    raise err from exc
+                except ValueError as exc:  # a body that is not JSON, or not a message
+                    err = malformed_reply(exc, f"interview {purpose} of stage {brief.stage}")
+                    err.usage = usage
+                    raise err from exc
+                # every reply counts, one that does not fit the schema too: its tokens were spent
+                usage = usage + usage_with_cost(self.settings, model, usage_of(answer.reply))
+                if answer.value is not None:
+                    return Reply(answer.value, usage)
+                if answer.error is not None:
+                    problem = f"the reply did not fit {output.__name__} ({answer.error.errors()[0]['msg']})"
                     messages = [
                         {"role": "user", "content": content},
                         {"role": "assistant", "content": "(an answer that did not fit the schema)"},
                         {"role": "user", "content": f"That answer was not valid: {problem}. Answer again, JSON only."},
                     ]
-                    continue
-                except anthropic.AnthropicError as exc:
-                    raise api_failure(exc, self.settings, f"interview {purpose} of stage {brief.stage}") from exc
-                usage = usage + usage_with_cost(self.settings, model, usage_of(reply))
-                parsed = reply.parsed_output if reply.stop_reason != "refusal" else None
-                if parsed is not None:
-                    return Reply(parsed, usage)
-                problem = "the model refused" if reply.stop_reason == "refusal" else f"no answer (stop reason {reply.stop_reason})"
+                else:
+                    problem = "the model refused"
         finally:
             await client.close()
-        raise WorkerError(
+        err = WorkerError(
             f"interview {purpose} of stage {brief.stage}: no usable reply twice ({problem}). "
             "The interview keeps its question: answer again (or `odin run`) to retry."
         )
+        err.usage = usage  # what the two replies cost: counted against the budget
+        raise err
 
     # -- InterviewModel -----------------------------------------------------------------
     def propose_components(self, brief: InterviewBrief) -> Reply[ComponentProposal]:

@@ -9,7 +9,7 @@
   dir, :mod:`odin_magic.workers.conversation`); fresh stages start a new
   conversation holding only the persona, the stage, the task, the consumes
   read fresh from disk and where to write the produces.
-* The judge: a separate ``messages.parse(output_format=Verdict)`` call that
+* The judge: a separate structured-output call (:mod:`.structured`, the ``Verdict`` schema) that
   never sees the worker's conversation; a malformed or refused verdict is
   asked again once, then the gate fails with the reason.
 * Streaming: model text (line by line) and one line per tool call go to the
@@ -46,6 +46,7 @@ from ..loop import Loop
 from ..state import RunState, Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 from .conversation import RunThread, estimate_tokens
+from .structured import ask_structured
 from .prompts import JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 from .toolbox import RoleToolbox, bash_environment, edit_checker
 
@@ -201,6 +202,9 @@ def api_failure(exc: Exception, settings: Settings, what: str, model: str | None
     if isinstance(exc, anthropic.BadRequestError):
         hint = " Lower ODIN_CONTEXT_BUDGET so the inline thread is trimmed sooner." if "too long" in detail else ""
         return WorkerError(f"{what}: the API refused the request (400: {detail}).{hint} {again}")
+    if isinstance(exc, anthropic.APIStatusError) and exc.status_code < 400:
+        # an `error` event inside a reply that had begun (HTTP 200): the SDK cannot retry those
+        return WorkerError(f"{what}: the API reported an error in the middle of its reply ({detail}). {again}")
     if isinstance(exc, anthropic.APIStatusError):
         return WorkerError(f"{what}: the API answered {exc.status_code} {retries} ({detail}). {again}")
     if isinstance(exc, anthropic.APITimeoutError):
@@ -209,6 +213,15 @@ def api_failure(exc: Exception, settings: Settings, what: str, model: str | None
         where = f"{settings.base_url} (ANTHROPIC_BASE_URL)" if settings.base_url else "the Anthropic API"
         return WorkerError(f"{what}: cannot reach {where} {retries} ({exc}). {again}")
     return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
+
+
+def malformed_reply(exc: Exception, what: str) -> WorkerError:
+    """A resumable WorkerError for a reply the SDK could not read (not JSON, not server-sent events)."""
+    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return WorkerError(
+        f"{what}: the API sent a malformed reply ({detail}). "
+        "The run stays resumable: `odin run` (or %odin run) performs this step again."
+    )
 
 
 def spent_before(run_dir: Path) -> Usage:
@@ -405,39 +418,38 @@ class ClaudeWorker:
             stack.push_async_callback(client.close)
             for attempt in (1, 2):
                 try:
-                    reply = await client.messages.parse(
+                    answer = await ask_structured(
+                        client, Verdict,
                         model=model,
                         max_tokens=min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
                         system=system_blocks(JUDGE_RULES),
                         messages=messages,
-                        output_format=Verdict,
                         extra_headers=self._tags(stage_id, "judge", job.run_dir, job.project_dir),
                     )
-                except ValidationError as exc:
-                    # parse() validates before returning, so a refusal in prose lands here too (and the
-                    # usage of this one reply cannot be counted: the SDK does not hand the reply back)
+                except anthropic.AnthropicError as exc:
+                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
+                    err.usage = usage
+                    raise err from exc
+                except ValueError as exc:  # a body that is not JSON, or not a message
+                    err = malformed_reply(exc, f"gate judge of stage {stage_id}")
+                    err.usage = usage
+                    raise err from exc
+                # every reply counts, a verdict that fails validation too: its tokens were spent
+                usage = usage + self._cost(model, usage_of(answer.reply), emit)
+                if answer.value is not None:
+                    return JudgeResult(verdict=answer.value, usage=usage)
+                if answer.error is not None:
+                    exc = answer.error
                     problem = (f"malformed or refused verdict ({exc.error_count()} validation error(s): "
                                f"{exc.errors()[0]['msg']})")
-                    problems.append(problem)
-                    emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
                     messages = [
                         {"role": "user", "content": brief},
                         {"role": "assistant", "content": "(an answer that was not a valid verdict)"},
                         {"role": "user", "content": f"That answer was not a valid verdict: {problem}. "
                          "Answer again with the verdict only, as the JSON schema requires."},
                     ]
-                    continue
-                except anthropic.AnthropicError as exc:
-                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
-                    err.usage = usage
-                    raise err from exc
-                usage = usage + self._cost(model, usage_of(reply), emit)
-                verdict = reply.parsed_output if reply.stop_reason != "refusal" else None
-                if verdict is not None:
-                    return JudgeResult(verdict=verdict, usage=usage)
-                problem = "the judge refused to answer" if reply.stop_reason == "refusal" else (
-                    f"no verdict in the answer (stop reason {reply.stop_reason})"
-                )
+                else:
+                    problem = "the judge refused to answer"
                 problems.append(problem)
                 emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
         reason = "the judge gave no valid verdict twice: " + "; ".join(problems)

@@ -1,0 +1,52 @@
+"""Structured model outputs in which every reply is counted, including the ones that fail validation.
+
+``messages.parse(output_format=M)`` validates the reply before returning it, so a
+reply that does not fit ``M`` raises and takes its usage with it: the tokens were
+spent, but nothing could count them. Here the request carries the same JSON
+schema (the SDK's own ``transform_schema`` of the pydantic model, exactly what
+``messages.parse`` sends), the reply comes back whole, and the pydantic model
+validates its text afterwards: the caller counts the usage of every reply, then
+decides what to do with an invalid one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from anthropic import transform_schema
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Structured(Generic[M]):
+    """One reply: the message (with its usage), and the validated value or why there is none."""
+
+    reply: Any
+    value: M | None
+    error: ValidationError | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.reply.stop_reason == "refusal"
+
+
+def reply_text(message: Any) -> str:
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+async def ask_structured(client: Any, output: type[M], **params: Any) -> Structured[M]:
+    """``client.messages.create`` with ``output``'s JSON schema as the output format; the reply is
+    validated by ``output`` after it is returned. API errors propagate as the SDK raises them."""
+    schema = transform_schema(output)
+    reply = await client.messages.create(
+        **params, output_config={"format": {"type": "json_schema", "schema": schema}}
+    )
+    if reply.stop_reason == "refusal":
+        return Structured(reply, None)
+    try:
+        return Structured(reply, output.model_validate_json(reply_text(reply)))
+    except ValidationError as exc:
+        return Structured(reply, None, exc)
