@@ -52,7 +52,7 @@ class RunFacts(BaseModel):
     status: str
     outcome: Literal["done", "failed", "abandoned", "blocked"]
     failure_reason: str | None = None
-    limit_hit: str | None = None  # max_iterations | max_no_progress | timeout | budget
+    limit_hit: str | None = None  # max_iterations | max_no_progress | timeout | budget | repeated (blocked)
     total_iterations: int = 0
     max_iterations: int = 0
     interview_rounds: int | None = None
@@ -71,6 +71,11 @@ def _limit_of(reason: str | None) -> str | None:
     if reason.startswith("over budget"):
         return "budget"
     return None
+
+
+def _block_of(state) -> str | None:
+    blocked = getattr(state, "blocked", None)
+    return f"blocked ({blocked.kind})" if state.status == "blocked" and blocked is not None else None
 
 
 def _version_text(version: Any) -> str | None:
@@ -96,7 +101,8 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
         outcome = ENDED.get(state.status, "blocked")
         out.append(RunFacts(
             run_id=run_id, loop=state.loop, version=_version_text(loop_data.get("version")), status=state.status,
-            outcome=outcome, failure_reason=state.failure_reason, limit_hit=_limit_of(state.failure_reason),
+            outcome=outcome, failure_reason=state.failure_reason,
+            limit_hit=_limit_of(state.failure_reason) or _block_of(state),
             total_iterations=state.total_iterations, max_iterations=state.max_iterations,
             interview_rounds=state.interview.rounds if state.interview is not None else None, records=records,
         ))

@@ -24,6 +24,7 @@ DOC_LOOP = """\
 name: doc
 version: 1
 max_iterations: 3
+max_repeats: 5
 stages:
   - id: draft
     produces: [draft.md]
@@ -161,15 +162,15 @@ def test_a_proposal_edited_into_an_invalid_loop_or_invalid_yaml_is_refused_with_
 
 def test_a_built_in_is_copied_into_the_project_never_edited_in_place(project):
     builtin = (builtin_loops_dir() / "bugfix.yaml").read_text()
-    state = Engine(project).start("bugfix", "a bug", dry=DryOptions(gates=["reproduce:fail"] * 11))
-    assert state.status == "failed"
-    (p,) = [p for p in refine(project, now="t").proposals if p.rule == "max_no_progress"]  # bugfix: 4 without progress
+    for n in range(3):
+        assert Engine(project).start("bugfix", f"bug {n}", dry=DryOptions(approve_all=True)).status == "done"
+    (p,) = [p for p in refine(project, now="t").proposals if p.rule == "mode"]  # review approved unchanged 3 times
     assert p.base_source == "builtin"
     _, path = Refinements(project).apply(p.id, "t2")
     assert path == project.resolve() / ".odin-loop" / "loops" / "bugfix.yaml"
     assert (builtin_loops_dir() / "bugfix.yaml").read_text() == builtin
     assert (project / ".odin-loop" / "loops" / ".history" / "bugfix.v1.yaml").read_text() == builtin
-    assert LoopCatalog(project).load("bugfix").max_no_progress == 6
+    assert LoopCatalog(project).load("bugfix").stage("review").gate.mode == "ai"
 
 
 def test_approved_unchanged_in_every_run_turns_ai_human_into_ai(project, write_loop):
