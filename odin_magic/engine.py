@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, routing
+from . import gates, judging, routing
 from .artifacts import placements, project_relative
 from .catalog import LoopCatalog
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
@@ -582,7 +582,12 @@ class Engine:
             return JudgeJob(
                 loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=self.project_dir,
                 run_dir=run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
+                concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
             )
+
+        def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:
+            found = s.worker.perform(judging.explore_job(job, verdict), sink)
+            return found.summary, found.usage
 
         def on_command(ev) -> None:
             self._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
@@ -594,7 +599,7 @@ class Engine:
             outcome = gates.evaluate(
                 stage, produces, judge_job, judge, sink,
                 env=gates.command_env(self.project_dir, run_dir, st.run_id, stage.id),
-                cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
+                cwd=self.project_dir, run_commands=run_commands, on_command=on_command, find_context=find_context,
             )
         except WorkerError as exc:
             if self._add_usage(s, stage.id, exc.usage):
@@ -648,10 +653,12 @@ class Engine:
                 else:
                     changes["current_stage"] = nxt
         else:
-            route = routing.route(stage.id, reason, outcome.commands, outcome.missing, st.repeats, s.loop.max_repeats)
+            route = routing.route(stage.id, reason, outcome.commands, outcome.missing, st.repeats, s.loop.max_repeats,
+                                  judge_status=outcome.judge_status)
             entry["failure"] = route.failure
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
-        self._record(s, "gate", stage=stage.id, entry=entry, set=changes)
+        concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
+        self._record(s, "gate", stage=stage.id, entry=entry, set=changes, **({"concerns": concerns} if concerns else {}))
         if passed:
             s.passed.add(stage.id)
             self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence})
@@ -672,7 +679,7 @@ class Engine:
         """Where a failed gate sends the run: blocked (environment: no loopback spent), failed (a cap),
         blocked after counting (repeated), or the loopback."""
         st = s.state
-        if route.failure == "environment":  # the human fixes the environment; `run` re-checks the gate
+        if route.failure in ("environment", "blocked"):  # no loopback: the human resolves it, then `run`
             return {"status": "blocked", "blocked": route.blocked.model_dump(), "current_stage": stage.id}
         total, stuck = st.total_iterations + 1, st.no_progress + 1
         changes: dict[str, Any] = {"iterations": {stage.id: st.iterations.get(stage.id, 0) + 1},
@@ -760,9 +767,12 @@ class Engine:
 
     def _announce_pause(self, s: Session) -> None:
         stage = s.state.current_stage
+        concerns = s.state.concerns[-judging.CONCERNS_SHOWN:]
+        carried = ("\n  concerns carried forward: " + "; ".join(f"{c.stage}: {c.text}" for c in concerns)) if concerns else ""
         self._emit("paused", s.state, stage=stage, text=(
             f"✅ {stage} gate passed; awaiting approval: "
-            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback"))
+            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback" + carried),
+            data={"concerns": [c.model_dump() for c in concerns]})
 
     def _emit(self, kind: str, run: RunState | str, stage: str | None = None, text: str = "",
               data: dict[str, Any] | None = None) -> None:

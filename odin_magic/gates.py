@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import judging
 from .artifacts import Placement
 from .loop import GateCommand, Stage
 from .secrets import redact_text
@@ -40,6 +41,11 @@ class GateOutcome:
     commands_skipped: bool = False
     verdict: Verdict | None = None  # None when the judge was not consulted
     judge_usage: Usage = field(default_factory=Usage)
+    context: str | None = None  # what an explorer found for a NEEDS_CONTEXT judge (see odin_magic.judging)
+
+    @property
+    def judge_status(self) -> str | None:
+        return self.verdict.status if self.verdict is not None else None
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
@@ -55,6 +61,7 @@ class GateOutcome:
             "verdict": self.verdict.model_dump() if self.verdict else None,
             "judged": self.verdict is not None,
             "edit_checks": self.edit_checks,
+            "context": self.context,
         }
 
 
@@ -168,8 +175,11 @@ def evaluate(
     cwd: Path,
     run_commands: bool = True,
     on_command: Callable[[CommandEvidence], None] | None = None,
+    find_context: judging.ContextFinder | None = None,
 ) -> GateOutcome:
-    """Evaluate ``stage``'s gate. The judge is consulted only when (a) and (b) pass."""
+    """Evaluate ``stage``'s gate. The judge is consulted only when (a) and (b) pass.
+
+    ``find_context`` answers a NEEDS_CONTEXT judge's questions (see :mod:`odin_magic.judging`)."""
     missing = [entry for entry, p in produces.items() if not p.exists()]
     if missing:
         return GateOutcome(False, "missing produces: " + ", ".join(missing), missing=missing)
@@ -182,27 +192,23 @@ def evaluate(
                 on_command(ev)
             if not ev.ok:
                 return GateOutcome(False, _describe_failure(ev), commands=evidence)
-    result = worker.judge(judge_job(evidence), sink)
+    result, context = judging.consult(worker, judge_job(evidence), sink, find_context)
     verdict = result.verdict
     passed, reason = judged(verdict)
     return GateOutcome(
         passed, reason, commands=evidence, commands_skipped=not run_commands and bool(stage.gate.commands),
-        verdict=verdict, judge_usage=result.usage,
+        verdict=verdict, judge_usage=result.usage, context=context,
     )
 
 
 def judged(verdict: Verdict) -> tuple[bool, str | None]:
-    """The gate's decision from a verdict: its findings decide, not its ``passed`` flag alone.
+    """The gate's decision from a verdict: its status and findings decide, not its ``passed`` flag alone.
 
     A verdict that says it passed while listing a blocking finding contradicts itself; the
     finding wins (seed 000: prefer the worker's own labels at the gate) and the gate fails.
+    Only DONE and DONE_WITH_CONCERNS can pass (seed 002; see :func:`odin_magic.judging.decide`).
     """
-    blocking = [b for b in verdict.blocking if b.strip()]
-    if verdict.passed and not blocking:
-        return True, None
-    if verdict.passed:
-        return False, "the judge said passed but listed blocking finding(s): " + "; ".join(blocking)
-    return False, "; ".join(blocking or verdict.reasons) or "the judge found the check unmet"
+    return judging.decide(verdict)
 
 
 def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> str:

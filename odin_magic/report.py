@@ -87,6 +87,10 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     ]
     if state.failure_reason:
         lines.append(f"reason   {state.failure_reason}")
+    if state.concerns:
+        shown = state.concerns[-10:]
+        lines.append("concerns " + ("" if len(shown) == len(state.concerns) else f"(last {len(shown)} of {len(state.concerns)}) ")
+                     + "; ".join(f"{c.stage}: {c.text}" for c in shown))
     if state.status == "blocked" and state.blocked is not None:
         lines.append(f"blocked  {state.blocked.kind} at {state.blocked.stage}: {state.blocked.reason}")
         lines.append(f"to do    {state.blocked.fix}")

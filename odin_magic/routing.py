@@ -9,6 +9,8 @@ Every failed gate evaluation is classified:
   could not start): no model work can fix that, so the run pauses as
   ``blocked``, spends no loopback, and says what to fix; ``odin run`` re-checks
   the gate (without redoing the stage's work).
+* ``blocked`` — the judge answered BLOCKED (see :mod:`odin_magic.judging`): like an environment
+  failure, no loopback is spent and the run pauses as ``blocked``; ``odin run`` re-runs the stage.
 * ``repeated`` — the same failure signature (the same stage and the same
   normalized reason) seen ``max_repeats`` times in a row (a loop field, default
   3): the loopback is counted, then the run pauses as ``blocked`` for the human
@@ -29,7 +31,7 @@ from typing import Literal
 from .state import Blocked, Streak
 from .workers.base import CommandEvidence
 
-FailureClass = Literal["recoverable", "environment", "repeated"]
+FailureClass = Literal["recoverable", "environment", "repeated", "blocked"]
 DEFAULT_MAX_REPEATS = 3
 
 
@@ -121,9 +123,16 @@ def streak_after_pass(current: Streak | None, stage_id: str) -> bool:
 
 
 def route(stage_id: str, reason: str | None, commands: list[CommandEvidence], missing: list[str],
-          current: Streak | None, max_repeats: int) -> Route:
-    """Classify one failed gate evaluation of ``stage_id`` and say where the run goes."""
+          current: Streak | None, max_repeats: int, judge_status: str | None = None) -> Route:
+    """Classify one failed gate evaluation of ``stage_id`` and say where the run goes.
+
+    ``judge_status`` BLOCKED (seed 002): the judge says something outside the work stops it; class
+    ``blocked``, no loopback, the run pauses for the human (the engine reverts the stage first)."""
     streak = next_streak(current, stage_id, reason)
+    if judge_status == "BLOCKED":
+        return Route("blocked", streak, Blocked(
+            kind="judge", stage=stage_id, reason=reason or "the judge is blocked",
+            fix="resolve the blocker; then `odin run` re-runs the stage (no loopback was spent)"))
     failed = failed_command(commands) if not missing else None
     problem = environment_problem(failed) if failed is not None else None
     if problem is not None:

@@ -94,6 +94,13 @@ class Blocked(_State):
     fix: str
 
 
+class Concern(_State):
+    """A judge's non-blocking finding on a pass, carried forward (seed 002's DONE_WITH_CONCERNS)."""
+
+    stage: str
+    text: str
+
+
 class HistoryEntry(_State):
     stage: str
     result: Literal["pass", "fail"]
@@ -102,7 +109,7 @@ class HistoryEntry(_State):
     agent: str | None = None  # set for stages that ran in a fresh context
     reason: str | None = None  # why a gate failed (fail entries)
     evidence: str | None = None  # run-dir-relative path of the gate's evidence file
-    failure: Literal["recoverable", "environment", "repeated"] | None = None  # fail entries: the routing class
+    failure: Literal["recoverable", "environment", "repeated", "blocked"] | None = None  # fail entries: the routing class
 
 
 class DryOptions(_State):
@@ -135,6 +142,7 @@ class RunState(_State):
     ended_at: str | None = None
     feedback: str | None = None  # a pending revision request (cleared by the next gate)
     blocked: Blocked | None = None  # set while status is "blocked"
+    concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.routing)
     log_seq: int = 0  # sequence number of the last event-log record folded in
 

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
 from .secrets import redact, redact_text
-from .state import Blocked, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
+from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
 STATE_NAME = "state.json"
@@ -139,6 +139,8 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
         state.history.append(HistoryEntry.model_validate(record["entry"]))
     if "interview" in record:
         state.interview = InterviewSummary.model_validate(record["interview"])
+    for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward
+        state.concerns.append(Concern.model_validate(concern))
     state.log_seq = record["seq"]
     return state
 

@@ -10,21 +10,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, Protocol, runtime_checkable
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ..loop import Loop, ResolvedAgent, Stage
 from ..state import Usage
 
 
-class Verdict(BaseModel):
-    """A judge's structured answer about one gate ``check``."""
+JudgeStatus = Literal["DONE", "DONE_WITH_CONCERNS", "NEEDS_CONTEXT", "BLOCKED"]
 
+
+class Verdict(BaseModel):
+    """A judge's structured answer about one gate ``check`` (statuses: see :mod:`odin_magic.judging`)."""
+
+    status: JudgeStatus = Field(
+        description="DONE: you could decide. DONE_WITH_CONCERNS: you could decide and list concerns as "
+        "non_blocking. NEEDS_CONTEXT: you cannot decide without facts you do not have; ask them in questions. "
+        "BLOCKED: something outside the work stops it (missing access, contradictory requirements); say what "
+        "in blocking."
+    )
     passed: bool = Field(description="True only if the check is truthfully met.")
     reasons: list[str] = Field(default_factory=list, description="Why, citing the evidence.")
     blocking: list[str] = Field(default_factory=list, description="Findings that must be fixed before advancing.")
-    non_blocking: list[str] = Field(default_factory=list, description="Findings that may wait.")
+    non_blocking: list[str] = Field(default_factory=list, description="Findings that may wait (concerns).")
+    questions: list[str] = Field(
+        default_factory=list, description="NEEDS_CONTEXT: what you need to know, as questions a read-only "
+        "explorer of the project can answer.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_defaults_to_done(cls, data: Any) -> Any:
+        """A verdict written without a status (an older script, a hand-made verdict) is DONE."""
+        if isinstance(data, dict) and "status" not in data:
+            return {**data, "status": "DONE"}
+        return data
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,7 @@ class StageJob:
     feedback: str | None = None  # a human's revision request at a pause
     last_failure: str | None = None  # why this stage's (or a later stage's) gate last failed
     attempt: int = 0  # iterations[stage] so far
+    max_turns: int | None = None  # a bound tighter than the settings' (the judge's explorer)
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,8 @@ class JudgeJob:
     run_dir: Path
     artifacts: dict[str, Path]  # the stage's produces, resolved
     commands: list[CommandEvidence]
+    context: str | None = None  # an explorer's answers to this judge's NEEDS_CONTEXT questions
+    concerns: list[str] = field(default_factory=list)  # earlier judges' concerns, carried forward
 
 
 @dataclass(frozen=True)

@@ -344,7 +344,7 @@ class ClaudeWorker:
                     tools=toolbox.tools,
                     stream=True,
                     thread=False,
-                    max_iterations=self.settings.max_turns,
+                    max_iterations=job.max_turns or self.settings.max_turns,
                     cache_control={"type": "ephemeral"},
                     extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
                 )
@@ -386,7 +386,7 @@ class ClaudeWorker:
                 raise err from exc
 
         if last is not None and last.stop_reason == "tool_use" and over_budget(job.loop, prior + usage) is None:
-            emit("info", f"the stage used its {self.settings.max_turns} model turns (ODIN_MAX_TURNS) and ends here")
+            emit("info", f"the stage used its {job.max_turns or self.settings.max_turns} model turns and ends here")
         summary = final_text(last)[:SUMMARY_CHARS] if last is not None else ""
         if thread is not None:
             thread.add_segment(stage_id, closed_segment(history[start:]), summary)

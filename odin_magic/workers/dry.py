@@ -86,5 +86,5 @@ class DryWorker:
         if item in self._script:
             self._script.remove(item)  # the first occurrence: items apply in order
             reason = f"dry run: scripted failure ({item})"
-            return JudgeResult(Verdict(passed=False, reasons=[reason], blocking=[reason]))
-        return JudgeResult(Verdict(passed=True, reasons=["dry run: no scripted failure for this evaluation"]))
+            return JudgeResult(Verdict(status="DONE", passed=False, reasons=[reason], blocking=[reason]))
+        return JudgeResult(Verdict(status="DONE", passed=True, reasons=["dry run: no scripted failure for this evaluation"]))

@@ -45,7 +45,14 @@ gate's commands. Decide whether the check is truthfully met.
 Be strict: pass only when the evidence shows the check is met. If something required is \
 missing, unreadable or contradicted by the evidence, fail. Never pass a gate whose commands \
 failed. Give short reasons that cite the evidence; list findings that must be fixed before \
-the loop advances as blocking, and the rest as non_blocking."""
+the loop advances as blocking, and the rest as non_blocking.
+
+Say where you stand in status: DONE when you could decide; DONE_WITH_CONCERNS when you could \
+decide and have concerns that need not stop the work (list them as non_blocking); \
+NEEDS_CONTEXT when you cannot decide without facts you were not shown (ask for them in \
+questions: a read-only explorer will answer once, then you decide); BLOCKED when something \
+outside the work stops it (missing access, contradictory requirements; say what in blocking): \
+the stage is then undone and a human is asked."""
 
 
 def _rel(path: Path, project_dir: Path) -> str:
@@ -172,4 +179,10 @@ def judge_brief(job: JudgeJob) -> str:
             lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path)}")
     else:
         lines.append("Artifacts: none declared.")
+    if job.concerns:
+        lines += ["", "Concerns earlier judges of this run raised (check whether they still hold):"]
+        lines += [f"- {c}" for c in job.concerns]
+    if job.context:
+        lines += ["", "You asked for more context; a read-only explorer of the project found:", job.context.strip(),
+                  "", "Decide now: DONE, DONE_WITH_CONCERNS or BLOCKED."]
     return "\n".join(lines)
