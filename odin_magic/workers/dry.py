@@ -9,6 +9,7 @@ continues the script exactly where it was.
 
 from __future__ import annotations
 
+import json
 import threading
 
 from ..errors import UsageError
@@ -18,6 +19,42 @@ from ..store import write_atomic
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
 
 PLACEHOLDER_NAME = "PLACEHOLDER.md"
+
+#: How a line comment starts, by file suffix: a placeholder in a code file is a comment, so it stays valid.
+_LINE_COMMENT = {
+    **dict.fromkeys((".py", ".pyi", ".sh", ".bash", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".r", ".rb", ".pl",
+                     ".conf", ".env", ".mk"), "#"),
+    **dict.fromkeys((".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp", ".hpp", ".go", ".rs",
+                     ".java", ".kt", ".swift", ".scala", ".cs"), "//"),
+    **dict.fromkeys((".sql", ".lua", ".hs"), "--"),
+}
+_WRAPPED_COMMENT = {".html": ("<!--", "-->"), ".xml": ("<!--", "-->"), ".svg": ("<!--", "-->"), ".css": ("/*", "*/")}
+
+
+def placeholder_text(stage_id: str, entry: str, filename: str) -> str:
+    """What a dry run writes for ``entry``: text that is valid for the file's type.
+
+    A ``.py`` placeholder is a comment, or a skipped test when pytest would collect it (``test_*.py``,
+    ``*_test.py``), so that a dry run never breaks the project's own ``pytest``; JSON, YAML and TOML
+    placeholders parse; a notebook is an empty notebook. Other files get the plain sentence.
+    """
+    note = f"Placeholder written by an odin dry run: stage {stage_id!r}, artifact {entry!r}."
+    suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    if suffix == ".py" and (filename.startswith("test_") or filename.endswith("_test.py")):
+        return (f"# {note}\nimport pytest\n\n\n"
+                f"@pytest.mark.skip(reason={'placeholder written by an odin dry run'!r})\n"
+                "def test_placeholder():\n    pass\n")
+    if suffix == ".json":
+        return json.dumps({"odin_placeholder": note}) + "\n"
+    if suffix == ".ipynb":
+        return json.dumps({"cells": [{"cell_type": "markdown", "id": "odin-placeholder", "metadata": {}, "source": [note]}], "metadata": {},
+                           "nbformat": 4, "nbformat_minor": 5}) + "\n"
+    if suffix in _LINE_COMMENT:
+        return f"{_LINE_COMMENT[suffix]} {note}\n"
+    if suffix in _WRAPPED_COMMENT:
+        opening, closing = _WRAPPED_COMMENT[suffix]
+        return f"{opening} {note} {closing}\n"
+    return note + "\n"
 
 
 def parse_gate_script(spec: str | None, loop: Loop | None = None) -> list[str]:
@@ -73,7 +110,7 @@ class DryWorker:
                 target = path
             target.parent.mkdir(parents=True, exist_ok=True)
             # atomically: a placeholder cut short by a crash would pass for one, and is never rewritten
-            write_atomic(target, f"Placeholder written by an odin dry run: stage {job.stage.id!r}, artifact {entry!r}.\n")
+            write_atomic(target, placeholder_text(job.stage.id, entry, target.name))
             written.append(entry)
         text = f"dry run: wrote {', '.join(written)}" if written else "dry run: nothing to write"
         if job.feedback:
