@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Callable
 from . import judging
 from .artifacts import Placement
 from .loop import GateCommand, Stage
+from .processes import GuardedCommand
 from .secrets import redact_text
 from .state import Usage
 from .store import write_atomic
@@ -98,30 +98,25 @@ def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) ->
 
 
 def run_command(command: GateCommand, cwd: Path, env: dict[str, str]) -> CommandEvidence:
-    """Run one shell command; on timeout kill its whole process group."""
+    """Run one shell command in a process group of its own that never outlives the driver
+    (:mod:`odin_magic.processes`): recorded in the run dir (``env["ODIN_RUN_DIR"]``) before it
+    runs, killed whole when it ends, times out or is interrupted."""
     timeout = command.timeout or DEFAULT_COMMAND_TIMEOUT
     started = time.monotonic()
+    run_dir = Path(env["ODIN_RUN_DIR"]) if env.get("ODIN_RUN_DIR") and os.path.isdir(env["ODIN_RUN_DIR"]) else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(
-                command.cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True,
-            )
+            guarded = GuardedCommand(command.cmd, cwd=cwd, env=env, stdout=out, stderr=err, record_dir=run_dir)
         except OSError as exc:
             return CommandEvidence(command.cmd, None, False, 0.0, "", f"could not start: {exc}")
         timed_out = False
         try:
-            code: int | None = proc.wait(timeout=timeout)
+            code: int | None = guarded.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             code = None
-        finally:
-            if proc.returncode is None:  # timed out, or interrupted (e.g. KeyboardInterrupt): leave nothing behind
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+        finally:  # what it left running, or all of it (timed out, or e.g. KeyboardInterrupt): nothing stays behind
+            guarded.kill()
         stderr = _tail(err)
         if timed_out:
             stderr = (stderr + f"\n[odin] killed after {timeout:g} s (timeout)").lstrip("\n")

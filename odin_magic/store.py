@@ -38,6 +38,7 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
+from .processes import reap_orphans
 from .secrets import redact, redact_text
 from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
 
@@ -542,8 +543,8 @@ class RunStore:
         try:
             for stale in [*d.glob(".*.tmp"), *d.glob("gates/.*.tmp")]:  # atomic writes cut short by a crash
                 stale.unlink(missing_ok=True)
+            notices = reap_orphans(d)  # commands a dead driver left running: killed before anything re-runs
             log_path = d / LOG_NAME
-            notices = []
             records, good, torn = read_log(log_path)
             if torn:
                 with open(log_path, "r+b") as f:
