@@ -14,7 +14,8 @@ from typing import Any, Iterable, Sequence
 
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .report import AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_status, stage_marks, threshold_standing
+from .report import (AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_simulation, render_status, stage_marks,
+                     threshold_standing)
 from .state import RunState
 
 FAILED_MARK = "❌"
@@ -437,19 +438,10 @@ class SimulationDisplay(_Display):
         self.result = result
 
     def text(self) -> str:
-        r = self.result
-        lines = [
-            f"path: {' → '.join(r.get('path', []))}",
-            f"status: {r.get('status')}",
-            f"iterations: {r.get('total_iterations', 0)} {r.get('iterations') or ''}".rstrip(),
-        ]
-        return "\n".join(lines)
+        return render_simulation(self.result)  # the CLI's `odin simulate`, word for word
 
     def html(self) -> str:
-        r = self.result
-        path = " → ".join(f"<code>{_e(p)}</code>" for p in r.get("path", []))
-        return (f"<div><p><b>path</b>: {path}</p><p><b>status</b>: {_e(r.get('status'))}</p>"
-                f"<p><b>iterations</b>: {_e(r.get('total_iterations', 0))} {_e(r.get('iterations') or '')}</p></div>")
+        return f"<pre>{_e(self.text())}</pre>"
 
 
 class MessageDisplay(_Display):
@@ -463,3 +455,10 @@ class MessageDisplay(_Display):
 
     def html(self) -> str:
         return f"<p>{_e(self.message)}</p>"
+
+
+class TextBlockDisplay(MessageDisplay):
+    """Preformatted text (help, usage): its lines and columns kept in HTML too."""
+
+    def html(self) -> str:
+        return f"<pre>{_e(self.message)}</pre>"

@@ -114,6 +114,14 @@ def require_text(text: str | None, action: str) -> str:
     raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
 
 
+def require_task(task: str | None) -> str:
+    """The stripped task; empty or whitespace only is a :class:`UsageError`."""
+    task = (task or "").strip()
+    if not task:
+        raise UsageError("a run needs a task: one line saying what you are building", hint="--task TEXT")
+    return task
+
+
 def one_run_at_a_time(active: RunState) -> RunRefused:
     """The refusal to start a run while ``active`` is still active."""
     return RunRefused(
@@ -199,9 +207,7 @@ class Engine:
 
     def start(self, loop_name: str, task: str, dry: DryOptions | bool | None = None, *, loop: Loop | None = None) -> RunState:
         """Create a run of ``loop_name`` for ``task`` and drive it. Refused while another run is active."""
-        task = (task or "").strip()
-        if not task:
-            raise UsageError("a run needs a task: one line saying what you are building", hint="--task TEXT")
+        task = require_task(task)
         if loop is None:
             loop = self.catalog.load(loop_name)
         if dry is True:

@@ -31,6 +31,7 @@ from .display import (
     RunsDisplay,
     SimulationDisplay,
     StatusDisplay,
+    TextBlockDisplay,
     ValidationDisplay,
     loop_rows,
 )
@@ -275,9 +276,12 @@ class OdinMagics(Magics):
                     hint="finish it (%odin run / %odin approve), or %odin abandon it first",
                 )
             loop = args.loop or DEFAULT_LOOP
-            if not args.task:
+            if not (args.task or "").strip():  # refused before any view or panel appears
                 raise UsageError(f'a new run needs a task: %odin run {loop} --task "what you are building"')
             loop_def = self._load_loop(loop)
+            if not args.loop:  # say which loop a run without one starts
+                print(f"odin: no loop given: starting the default loop {DEFAULT_LOOP} "
+                      "(%odin list shows the others; %odin run LOOP --task ... picks one)")
             dry = None
             if dry_flags:
                 from .workers.dry import parse_gate_script
@@ -380,7 +384,7 @@ class OdinMagics(Magics):
             from .background import install_stream_router
 
             install_stream_router(self._stray_output_sink)
-            display(view.widget)
+            view.display_handle = display(view, display_id=True)  # text/plain: the text status
             for chart in charts:  # drawn now from the run's state, re-drawn in place as it goes
                 if state is None:
                     chart.placeholder("charts appear at the run's first gate decision")
@@ -523,8 +527,8 @@ class OdinMagics(Magics):
         if args.topic:
             if args.topic not in _SUBPARSERS:
                 raise UsageError(f"no command {args.topic!r}; %odin help lists them")
-            return MessageDisplay(_SUBPARSERS[args.topic].format_help())
-        return MessageDisplay(full_help())
+            return TextBlockDisplay(_SUBPARSERS[args.topic].format_help())
+        return TextBlockDisplay(full_help())
 
     # -- loops ----------------------------------------------------------------------------
 

@@ -129,6 +129,18 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     return "\n".join(lines)
 
 
+def render_simulation(result: dict) -> str:
+    """``odin simulate``'s summary: the path, the outcome and the loopbacks (``loopbacks 1 (test 1)``)."""
+    iterations = result.get("iterations") or {}
+    failure = result.get("failure_reason")
+    return "\n".join([
+        "path       " + " → ".join(result.get("path", [])),
+        f"status     {result.get('status')}" + (f" ({failure})" if failure else ""),
+        f"loopbacks  {result.get('total_iterations', 0)}"
+        + ("  (" + ", ".join(f"{k} {v}" for k, v in iterations.items()) + ")" if iterations else ""),
+    ])
+
+
 def render_runs(states: list[RunState]) -> str:
     if not states:
         return "no runs yet — start one with `odin run LOOP --task TEXT`"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .engine import require_not_paused, require_stage, require_status, require_text
+from .engine import require_not_paused, require_stage, require_status, require_task, require_text
 from .errors import NoActiveRun, OdinError, RunRefused
 from .state import DryOptions, RunState
 
@@ -123,6 +123,7 @@ class NotebookRunner:
 
     def start(self, loop: str, task: str, dry: DryOptions | None = None, ready: Ready | None = None) -> None:
         """Start a run; returns once the run exists (so ``status`` sees it), driving on in the background."""
+        require_task(task)  # before any view appears
         self._ensure_model_worker(dry is not None)
         created = threading.Event()
 

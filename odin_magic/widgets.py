@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, VerdictRecord, VerdictsDisplay,
-                      command_line, stage_checklist)
+from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
+                      VerdictsDisplay, command_line, stage_checklist)
 from .events import EngineEvent
 from .report import BLOCKED as BLOCKED_MARK, format_event
 from .loop import Loop
@@ -171,6 +171,7 @@ class RunView:
                  run_dir_for: Callable[[str], Path] | None = None):
         import ipywidgets as w
 
+        self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
         self.run_dir_for = run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
         self.question_panel_source = question_panel_source  # the interview's own panel, when installed
         self.question_source = question_source  # the interview's waiting question, as text
@@ -215,10 +216,21 @@ class RunView:
 
     # -- display -------------------------------------------------------------------------
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """The widget where widgets render; elsewhere (nbconvert, GitHub's viewer) the run's text status."""
+        data = self.widget._repr_mimebundle_(**kwargs)
+        data["text/plain"] = self.text_status()
+        return data
 
-        display(self.widget)
+    def text_status(self) -> str:
+        if self.state is None:
+            return "odin: the run is starting (%odin status shows it as text)"
+        return StatusDisplay(self.state, self.loop).text()
+
+    def _refresh_display(self) -> None:
+        """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status."""
+        if self.display_handle is not None:
+            self.display_handle.update(self)
 
     def _stage_ids(self) -> list[str]:
         if self.loop is not None:
@@ -294,6 +306,7 @@ class RunView:
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
+            self._refresh_display()
 
     def _show_usage(self, total: Usage) -> None:
         self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"

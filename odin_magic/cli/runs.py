@@ -11,7 +11,7 @@ from ..engine import Engine, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
-from ..report import format_event, render_runs, render_status
+from ..report import format_event, render_runs, render_simulation, render_status
 from ..state import DryOptions, RunState
 from ..store import RunCorrupt
 from ..workers.dry import parse_gate_script
@@ -114,10 +114,7 @@ def _cmd_simulate(args):
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         print()
-        print("path       " + " → ".join(result["path"]))
-        print(f"status     {result['status']}" + (f" ({result['failure_reason']})" if result.get("failure_reason") else ""))
-        print(f"loopbacks  {result['total_iterations']}"
-              + ("  (" + ", ".join(f"{k} {v}" for k, v in result["iterations"].items()) + ")" if result["iterations"] else ""))
+        print(render_simulation(result))
     return 0 if result["status"] == "done" else 1
 
 
