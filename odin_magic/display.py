@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
@@ -462,3 +463,33 @@ class TextBlockDisplay(MessageDisplay):
 
     def html(self) -> str:
         return f"<pre>{_e(self.message)}</pre>"
+
+
+class ReportDisplay:
+    """A run's report.md: markdown (charts inlined as data URIs) in a notebook, its text in a terminal."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    def _repr_markdown_(self) -> str:
+        import base64
+        import re
+
+        def inline(match: re.Match) -> str:
+            image = self.path.parent / match.group(2)
+            try:
+                data = base64.b64encode(image.read_bytes()).decode("ascii")
+            except OSError:
+                return match.group(0)
+            return f"![{match.group(1)}](data:image/png;base64,{data})"
+
+        return re.sub(r"!\[([^\]]*)\]\(([^)\s]+\.png)\)", inline, self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())

@@ -20,7 +20,7 @@ import contextlib
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, judging, routing
+from . import completion, gates, judging, mutation, routing, runreport
 from .artifacts import placements, project_relative
 from .catalog import LoopCatalog
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
@@ -189,6 +189,7 @@ class Engine:
         listener: Listener | None = None,
         command: str | None = None,
         interview_runner: InterviewRunner | None = None,
+        reports: bool = True,
     ):
         self.project_dir = Path(project_dir).resolve()
         self.store = RunStore(self.project_dir)
@@ -198,6 +199,7 @@ class Engine:
         self.listener = listener
         self.command = command or command_line()
         self.interview_runner = interview_runner
+        self.reports = reports  # write report.md / report.ipynb when a drive leaves its run ended or blocked
         self._stop = threading.Event()
         self._drive_lock = threading.Lock()
         self._view_lock = threading.RLock()
@@ -438,6 +440,18 @@ class Engine:
             with self._view_lock:
                 self._session = None
             session.handle.close()
+            if self.reports and session.state is not None and session.state.status in runreport.END_STATUSES:
+                self._write_report(session)
+
+    def _write_report(self, s: Session) -> None:
+        """The run's report (see runreport); a failure to write it is told, never fatal to the run."""
+        try:
+            path = runreport.write_report(s.state, s.loop, s.handle.run_dir)
+        except Exception as exc:  # noqa: BLE001 - a report must not break a run that has ended
+            self._emit("notice", s.state, text=f"the run's report could not be written: {exc!r}")
+            return
+        self._emit("report", s.state, text=f"report: {path} (and {path.with_suffix('.ipynb').name})",
+                   data={"path": str(path)})
 
     def _find_active(self, tell: bool = True) -> RunState | None:
         for loaded in self._readable_runs():
@@ -601,11 +615,12 @@ class Engine:
 
         run_commands = st.dry is None or st.dry.run_commands
         judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
+        env = gates.command_env(self.project_dir, run_dir, st.run_id, stage.id)
         try:
             outcome = gates.evaluate(
                 stage, produces, judge_job, judge, sink,
-                env=gates.command_env(self.project_dir, run_dir, st.run_id, stage.id),
-                cwd=self.project_dir, run_commands=run_commands, on_command=on_command, find_context=find_context,
+                env=env, cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
+                find_context=find_context,
             )
         except WorkerError as exc:
             if self._add_usage(s, stage.id, exc.usage):
@@ -621,6 +636,14 @@ class Engine:
                        data=outcome.verdict.model_dump())
         if self._add_usage(s, stage.id, outcome.judge_usage):
             return
+        if outcome.passed and run_commands and stage.gate.mutate and stage.gate.commands:
+            self._prove_gate(s, stage, outcome, consumes, produces, env)
+        done_check = None
+        if outcome.passed and not stepping and s.loop.next_stage_id(stage.id) is None:
+            done_check = self._check_done(s, stage, run_commands, judge, judge_job, sink, env)
+            outcome.completion = done_check.to_dict()
+            if self._add_usage(s, stage.id, done_check.judge_usage):
+                return
         at = self._now()
         number = len(st.history) + 1
         evidence = gates.save_evidence(run_dir, number, stage.id, outcome, at)
@@ -628,10 +651,65 @@ class Engine:
             entry: project_relative(p.path, self.project_dir, p.is_dir)
             for entry, p in produces.items() if p.exists()
         }
-        self._record_gate(s, stage, outcome, evidence, produced, stepping, at)
+        not_done = done_check is not None and not done_check.passed
+        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, hold=not_done)
+        if not_done:
+            self._record_not_done(s, stage, done_check, evidence, at)
+
+    def _prove_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome, consumes, produces,
+                    env: dict[str, str]) -> None:
+        """The discrimination sensor: the gate's commands must fail on mutants of the code (see mutation)."""
+        self._emit("worker", s.state, stage=stage.id, text="mutation: checking that the gate's commands can fail",
+                   data={"kind": "info"})
+        files = mutation.targets(self.project_dir, [*consumes.values(), *produces.values()])
+        report = mutation.run_mutants(
+            self.project_dir, files, stage.gate.commands, env, gates.run_command,
+            baseline_s=sum(c.duration_s for c in outcome.commands), min_kill_ratio=s.loop.min_kill_ratio)
+        outcome.mutation = report.to_dict()
+        self._emit("worker", s.state, stage=stage.id, text=f"mutation: {report.summary()}", data={"kind": "info"})
+        if not report.passed:
+            outcome.passed, outcome.reason = False, report.reason()
+
+    def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge, judge_job, sink,
+                    env: dict[str, str]) -> completion.CompletionReport:
+        """Before the run may end: its acceptance criteria and the project's suite (see completion)."""
+        code = completion.code_stage(s.loop, stage.id)
+        code_artifacts = placements(code.produces, self.project_dir, s.handle.run_dir, code.id)
+
+        def criterion_job(synthetic: Stage) -> JudgeJob:
+            job = judge_job([])
+            return replace(job, stage=synthetic, artifacts={**job.artifacts, **{k: v.path for k, v in code_artifacts.items()}})
+
+        def run(command):
+            ev = gates.run_command(command, self.project_dir, env)
+            self._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
+                       data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
+            return ev
+
+        report = completion.verify_completion(
+            s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
+            completion.criterion_judge(judge, criterion_job, sink))
+        self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
+        return report
+
+    def _record_not_done(self, s: Session, stage: Stage, report: completion.CompletionReport, evidence: str,
+                         at: str) -> None:
+        """The last gate passed but the run may not end: blocked (environment), else a failure of the code stage."""
+        if report.environment:
+            blocked = {"kind": "environment", "stage": stage.id, "reason": "before done: " + report.reason(),
+                       "fix": report.fix() + "; then `odin run` re-checks (no loopback was spent)"}
+            self._record(s, "blocked", stage=stage.id, set={"status": "blocked", "blocked": blocked,
+                                                             "current_stage": stage.id})
+            self._announce_block(s)
+            return
+        code = completion.code_stage(s.loop, stage.id)
+        failure = gates.GateOutcome(False, "before done: " + (report.reason() or "not verified"))
+        self._record_gate(s, code, failure, evidence, {}, False, at)
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: str, produced: dict[str, str], stepping: bool, at: str) -> None:
+                     evidence: str, produced: dict[str, str], stepping: bool, at: str, hold: bool = False) -> None:
+        """Record a gate outcome and where it sends the run; ``hold``: a pass that neither pauses nor
+        ends the run (the checks before done failed, and the next record says where it goes)."""
         st = s.state
         passed, reason = outcome.passed, outcome.reason
         entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
@@ -648,7 +726,9 @@ class Engine:
                 changes["no_progress"] = 0
             if routing.streak_after_pass(st.repeats, stage.id):
                 changes["repeats"] = None
-            if stage.gate.pauses:
+            if hold:  # the next record says where the run goes
+                changes["current_stage"] = stage.id
+            elif stage.gate.pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:
                 changes["current_stage"] = stage.id
@@ -798,7 +878,7 @@ def simulate(project_dir: Path | str, loop_name: str, gate_spec: str | None = No
     loop = LoopCatalog(Path(project_dir)).load(loop_name)
     script = parse_gate_script(gate_spec, loop)
     with tempfile.TemporaryDirectory(prefix="odin-simulate-") as tmp:
-        engine = Engine(tmp, listener=listener, command="odin simulate")
+        engine = Engine(tmp, listener=listener, command="odin simulate", reports=False)
         state = engine.start(loop.name, f"simulate {loop.name}", dry=DryOptions(gates=script, approve_all=True), loop=loop)
     return {
         "path": [e.stage for e in state.history if e.gate != "approved"],

@@ -47,6 +47,8 @@ class GateOutcome:
     def judge_status(self) -> str | None:
         return self.verdict.status if self.verdict is not None else None
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
+    mutation: dict | None = None  # the discrimination sensor's report (mutation), when it ran
+    completion: dict | None = None  # the checks before done (completion), on the last stage
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -62,6 +64,8 @@ class GateOutcome:
             "judged": self.verdict is not None,
             "edit_checks": self.edit_checks,
             "context": self.context,
+            "mutation": self.mutation,
+            "completion": self.completion,
         }
 
 

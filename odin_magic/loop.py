@@ -120,6 +120,12 @@ class Gate(_Strict):
         "Each is a string or {cmd, timeout}.",
     )
 
+    mutate: bool = Field(
+        default=False,
+        description="After the gate passes, prove its `run` commands can fail: mutate the Python code the "
+        "stage checks and fail the gate when fewer than the loop's min_kill_ratio of the mutants are caught.",
+    )
+
     @field_validator("run", mode="after")
     @classmethod
     def _commands(cls, value: list) -> list[GateCommand]:
@@ -234,6 +240,10 @@ class Loop(_Strict):
         description="Fast-fail commands run after every file a worker writes or edits, in the project "
         "directory with $ODIN_EDITED_FILE set (30 s timeout unless given); a failure goes back to the "
         "model as the tool's error. Python, JSON, YAML and TOML files are always checked to parse.",
+    )
+    min_kill_ratio: float = Field(
+        default=0.6, ge=0, le=1,
+        description="A gate with `mutate: true` fails when its commands catch fewer than this share of the mutants.",
     )
     acceptance: Literal["required", "optional", "off"] = Field(
         default="optional",

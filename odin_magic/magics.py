@@ -87,6 +87,8 @@ def _parser() -> MagicArgumentParser:
     waiting(s)
     st = add("status", "Show the active (or a given) run: checklist, iterations, usage.")
     st.add_argument("--run", metavar="ID", help="a run id (default: the active or latest run)")
+    rp = add("report", "Show a run's report (written when it ends): path, criteria, kill ratios, cost, charts.")
+    rp.add_argument("--run", metavar="ID", help="a run id (default: the active or latest run)")
     add("list", "List the loops you can run (project loops first, then built-ins).")
     add("runs", "List every run in the project.")
     a = add("approve", "Approve the paused stage; the run continues in the background.")
@@ -427,6 +429,18 @@ class OdinMagics(Magics):
         if waiting and not args.run and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
         return StatusDisplay(state, loop, runner.pending_question(state))
+
+    def _cmd_report(self, args):
+        from .display import ReportDisplay
+        from .runreport import REPORT_MD
+
+        runner = self.runner()
+        state = runner.status(args.run)
+        path = runner.run_dir(state.run_id) / REPORT_MD
+        if not path.is_file():
+            return MessageDisplay(f"run {state.run_id} is {state.status}: its report is written when it ends "
+                                  "(done, failed, abandoned or blocked)")
+        return ReportDisplay(path)
 
     def _cmd_runs(self, args):
         return RunsDisplay(self.runner().runs())

@@ -196,6 +196,28 @@ def is_test_file(rel: str) -> bool:
             or any(p in ("tests", "test", "harness") for p in parts[:-1]))
 
 
+def targets(project_dir: Path, paths: list) -> list[str]:
+    """The project's Python files (project-relative, not tests) under a stage's artifacts (its consumes and
+    produces that live in the project tree: ``src/`` for a test stage): the code its gate commands check."""
+    project_dir = Path(project_dir).resolve()
+    found: list[str] = []
+    for placement in paths:
+        if placement.in_run_dir:
+            continue
+        base = Path(placement.path)
+        files = sorted(base.rglob("*.py")) if base.is_dir() else [base] if base.suffix == ".py" else []
+        for f in files:
+            if f.is_symlink() or _SKIP_DIRS.intersection(f.parts):
+                continue
+            real = f.resolve()
+            if not real.is_relative_to(project_dir):
+                continue
+            rel = real.relative_to(project_dir).as_posix()
+            if rel not in found and not is_test_file(rel):
+                found.append(rel)
+    return found
+
+
 @dataclass
 class MutantResult:
     description: str

@@ -50,3 +50,19 @@ def test_schedule_refuses_a_period_cron_cannot_say(capsys, tmp_path: Path):
     assert code == 2 and "divide 60" in err
     code, _, err = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "daily", "--project", str(tmp_path))
     assert code == 2 and "15m, 6h, 1d" in err
+
+
+def test_report_prints_the_report_or_its_paths(capsys, tmp_path: Path):
+    code, _, _ = run(capsys, "run", "keep-green", "--task", "stay green", "--dry", "--project", str(tmp_path))
+    assert code == 0
+    code, out, _ = run(capsys, "report", "--project", str(tmp_path))
+    assert code == 0 and out.startswith("# Run ") and "- **status**: done" in out
+    code, out, _ = run(capsys, "report", "--open", "--project", str(tmp_path))
+    md, nb = out.splitlines()
+    assert code == 0 and md.endswith("report.md") and nb.endswith("report.ipynb") and Path(nb).is_file()
+
+
+def test_report_of_a_paused_run_says_when_it_comes(capsys, tmp_path: Path):
+    run(capsys, "run", "bugfix", "--task", "fix it", "--dry", "--project", str(tmp_path))
+    code, _, err = run(capsys, "report", "--project", str(tmp_path))
+    assert code == 2 and "no report yet" in err and "written when it ends" in err

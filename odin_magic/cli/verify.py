@@ -26,6 +26,17 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_validate_manifest)
 
     p = subparsers.add_parser(
+        "report",
+        help="print a run's report (written when the run ends), or with --open its paths",
+        description="Print report.md of a run (default: the active or latest run); --open prints the paths of "
+        "report.md and report.ipynb instead, to open them in an editor or JupyterLab.",
+    )
+    p.add_argument("run", nargs="?", metavar="RUN", help="a run id (default: the active or latest run)")
+    p.add_argument("--open", action="store_true", help="print the report files' paths, not the report")
+    add_project(p)
+    p.set_defaults(handler=cmd_report)
+
+    p = subparsers.add_parser(
         "schedule",
         help="print the crontab line and systemd timer that would run a loop unattended",
         description="Print (never install) a crontab line and a systemd service + timer that run "
@@ -59,6 +70,24 @@ def cmd_validate_manifest(args: argparse.Namespace) -> int:
     report = validate_manifest_file(path, interview_ids)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.format())
     return 0 if report.ok else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..engine import Engine
+    from ..runreport import REPORT_MD, REPORT_NB
+
+    engine = Engine(project_dir(args))
+    state = engine.status(args.run)
+    md = engine.run_dir(state.run_id) / REPORT_MD
+    if not md.is_file():
+        raise UsageError(f"run {state.run_id} is {state.status}: it has no report yet",
+                         hint="a run's report is written when it ends (done, failed, abandoned or blocked)")
+    if args.open:
+        print(md)
+        print(md.with_name(REPORT_NB))
+    else:
+        sys.stdout.write(md.read_text(encoding="utf-8"))
+    return 0
 
 
 _UNITS = {"m": ("minute", 60), "h": ("hour", 3600), "d": ("day", 86400)}

@@ -1,0 +1,246 @@
+"""What "done" means: the acceptance manifest's criteria and the regression suite, checked before a run ends.
+
+When the last stage's gate passes, and before the run is marked done (or pauses
+for the last approval), :func:`verify_completion` runs
+
+1. every criterion of the run's ``acceptance.yaml`` (:mod:`odin_magic.manifest`):
+   a ``verify`` command decides it by its exit code, ``verify: judge`` asks the
+   judge (never the worker that did the work); P0 failures block completion,
+   P1 failures are reported;
+2. the project's whole test suite once (:mod:`odin_magic.regression`).
+
+A failure sends the run back to the last stage that produces code, as a gate
+failure of that stage with the failing criteria or tests in its reason. A
+command that could not run at all (missing program or module, permission
+denied, timeout) is an *environment* problem, not a failed criterion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+from .judging import decide
+from .loop import GateCommand, Loop, Stage
+from .manifest import MANIFEST_NAME, Criterion, ManifestInvalid, interview_criteria_ids, load_manifest
+from .regression import RegressionResult, failing_tests, suite_for
+from .routing import environment_problem
+from .state import Usage
+from .workers.base import CommandEvidence, JudgeResult
+
+DEFAULT_VERIFY_TIMEOUT = 600.0
+DETAIL_CHARS = 600
+
+CriterionStatus = Literal["pass", "fail", "could-not-run", "skipped"]
+#: runs one command: the gate's own runner (process group, timeout, output tails)
+CommandRunner = Callable[[GateCommand], CommandEvidence]
+#: asks the judge about one criterion
+CriterionJudge = Callable[[Criterion], JudgeResult]
+
+
+@dataclass
+class CriterionResult:
+    id: str
+    priority: str
+    text: str
+    verify: str
+    status: CriterionStatus
+    detail: str = ""
+    component: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def mark(self) -> str:
+        return {"pass": "✅", "fail": "❌", "skipped": "–"}.get(self.status, "⚠")
+
+
+@dataclass
+class CompletionReport:
+    """Everything checked before done; ``problems`` are environment problems (what, fix)."""
+
+    criteria: list[CriterionResult] = field(default_factory=list)
+    regression: RegressionResult | None = None
+    manifest: str = ""  # what became of the manifest: "acceptance.yaml: 3 criteria", "no acceptance.yaml", ...
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    judge_usage: Usage = field(default_factory=Usage)
+
+    @property
+    def failing_p0(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.priority == "P0" and c.status == "fail"]
+
+    @property
+    def failing_p1(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.priority == "P1" and c.status == "fail"]
+
+    @property
+    def passed(self) -> bool:
+        regression_ok = self.regression is None or self.regression.passed
+        return not self.failing_p0 and regression_ok and not self.problems
+
+    @property
+    def environment(self) -> bool:
+        """True when what failed is the environment (nothing the worker can fix)."""
+        return bool(self.problems)
+
+    def reason(self) -> str | None:
+        """Why the run may not end yet (None when it may)."""
+        if self.problems:
+            return "; ".join(what for what, _ in self.problems)
+        parts = []
+        if self.failing_p0:
+            parts.append("acceptance criteria failed: " + "; ".join(
+                f"{c.id} ({c.text[:80]}): {c.detail[:200]}" for c in self.failing_p0))
+        if self.regression is not None and not self.regression.passed:
+            parts.append(self.regression.describe() + (f": {self.regression.tail[-300:].strip()}"
+                                                        if not self.regression.failing else ""))
+        return "; ".join(parts) or None
+
+    def fix(self) -> str:
+        return "; ".join(fix for _, fix in self.problems)
+
+    def to_dict(self) -> dict:
+        return {
+            "passed": self.passed,
+            "manifest": self.manifest,
+            "criteria": [asdict(c) for c in self.criteria],
+            "regression": self.regression.to_dict() if self.regression else None,
+            "problems": [{"what": w, "fix": f} for w, f in self.problems],
+        }
+
+    def lines(self) -> list[str]:
+        """Plain-text lines for the terminal and the report."""
+        out = [self.manifest] if self.manifest else []
+        for c in self.criteria:
+            out.append(f"{c.mark} {c.id} [{c.priority}] {c.text}" + (f" — {c.detail}" if c.status != "pass" and c.detail else ""))
+        if self.regression is not None:
+            out.append(("✅ " if self.regression.passed else "❌ ") + self.regression.describe())
+        out += [f"⚠ {what} — {fix}" for what, fix in self.problems]
+        return out
+
+
+def _detail(ev: CommandEvidence) -> str:
+    last = (ev.stderr_tail.strip() or ev.stdout_tail.strip()).splitlines()[-3:]
+    return f"exit {ev.exit_code}" + (": " + " | ".join(last) if last else "")
+
+
+def _check_command(crit: Criterion, run: CommandRunner) -> CriterionResult:
+    ev = run(GateCommand(cmd=crit.verify, timeout=crit.timeout or DEFAULT_VERIFY_TIMEOUT))
+    base = dict(id=crit.id, priority=crit.priority, text=crit.text, verify=crit.verify, component=crit.component,
+                duration_s=ev.duration_s)
+    if ev.ok:
+        return CriterionResult(status="pass", **base)
+    problem = environment_problem(ev)
+    if problem is not None:
+        return CriterionResult(status="could-not-run", detail=problem[0][:DETAIL_CHARS], **base)
+    return CriterionResult(status="fail", detail=_detail(ev)[:DETAIL_CHARS], **base)
+
+
+def _check_by_judge(crit: Criterion, judge: CriterionJudge, report: CompletionReport) -> CriterionResult:
+    result = judge(crit)
+    report.judge_usage = report.judge_usage + result.usage
+    ok, why = decide(result.verdict)  # the findings and the status decide, not the verdict's boolean
+    detail = "" if ok else (why or "the judge found it unmet")
+    return CriterionResult(id=crit.id, priority=crit.priority, text=crit.text, verify=crit.verify,
+                           component=crit.component, status="pass" if ok else "fail", detail=detail[:DETAIL_CHARS])
+
+
+def check_manifest(loop: Loop, run_dir: Path, run: CommandRunner | None, judge: CriterionJudge,
+                   report: CompletionReport) -> None:
+    mode = loop.acceptance
+    if mode == "off":
+        report.manifest = "acceptance criteria: off for this loop"
+        return
+    try:
+        manifest = load_manifest(run_dir, interview_criteria_ids(run_dir))
+    except ManifestInvalid as exc:
+        report.manifest = f"{MANIFEST_NAME}: invalid"
+        report.problems.append((f"{MANIFEST_NAME} is not a valid manifest: {exc.message}",
+                                f"fix {MANIFEST_NAME} in the run dir (`odin validate-manifest` lists every problem), "
+                                "then `odin run`"))
+        return
+    if manifest is None:
+        if mode == "required":
+            report.manifest = f"no {MANIFEST_NAME}"
+            report.problems.append((f"the loop requires acceptance criteria but the run has no {MANIFEST_NAME}",
+                                    f"write {MANIFEST_NAME} in the run dir (the deep interview writes it), then `odin run`"))
+        else:
+            report.manifest = f"no {MANIFEST_NAME}: done is decided by the gates alone"
+        return
+    report.manifest = f"{MANIFEST_NAME}: {len(manifest.criteria)} criteria " \
+                      f"({len(manifest.of_priority('P0'))} P0, {len(manifest.of_priority('P1'))} P1)"
+    for crit in manifest.of_priority("P0") + manifest.of_priority("P1"):
+        if crit.by_judge:
+            report.criteria.append(_check_by_judge(crit, judge, report))
+        elif run is None:
+            report.criteria.append(CriterionResult(crit.id, crit.priority, crit.text, crit.verify, "skipped",
+                                                   "not run (dry run without --run-commands)", crit.component))
+        else:
+            result = _check_command(crit, run)
+            report.criteria.append(result)
+            if result.status == "could-not-run":
+                report.problems.append((f"acceptance criterion {crit.id}'s verify command could not run: {result.detail}",
+                                        f"fix the command of {crit.id} in {MANIFEST_NAME} or install what it needs"))
+
+
+def check_regression(loop: Loop, project_dir: Path, run: CommandRunner | None, report: CompletionReport) -> None:
+    suite = suite_for(loop.regression, project_dir)
+    if suite is None:
+        why = "turned off by the loop" if loop.regression is False else "no test suite detected in the project"
+        report.regression = RegressionResult(command=None, why=why)
+        return
+    if run is None:
+        report.regression = RegressionResult(command=suite.command.cmd, why="not run (dry run without --run-commands)")
+        return
+    ev = run(suite.command)
+    result = RegressionResult(command=suite.command.cmd, why=suite.why, ran=True, passed=ev.ok, exit_code=ev.exit_code,
+                              tail=(ev.stdout_tail + ev.stderr_tail)[-2000:])
+    if not ev.ok and suite.command.cmd.startswith("python -m pytest") and ev.exit_code == 5:
+        result.passed, result.why = True, "pytest collected no test: no suite to run"
+    elif not ev.ok:
+        problem = environment_problem(ev)
+        if problem is not None:
+            result.could_not_run = True
+            report.problems.append((f"the regression suite could not run: {problem[0]}", problem[1]))
+        result.failing = failing_tests(ev.stdout_tail + "\n" + ev.stderr_tail)
+    report.regression = result
+
+
+def verify_completion(loop: Loop, run_dir: Path, project_dir: Path, run: CommandRunner | None,
+                      judge: CriterionJudge) -> CompletionReport:
+    """Check the run's acceptance criteria and the project's suite (see the module docstring);
+    ``run`` None (a dry run that runs no command) skips every command and reports it skipped."""
+    report = CompletionReport()
+    check_manifest(loop, run_dir, run, judge, report)
+    check_regression(loop, project_dir, run, report)
+    return report
+
+
+def code_stage(loop: Loop, upto: str | None = None) -> Stage:
+    """The last stage (at or before ``upto``) that produces code: an executor stage, else one that
+    writes into the project tree; else the last stage."""
+    from .artifacts import in_run_dir
+
+    stages = loop.stages
+    if upto is not None:
+        stages = stages[: loop.stage_ids().index(upto) + 1]
+    for stage in reversed(stages):
+        if stage.resolved_agent.role == "executor" and any(not in_run_dir(p) for p in stage.produces):
+            return stage
+    for stage in reversed(stages):
+        if any(not in_run_dir(p) for p in stage.produces):
+            return stage
+    return stages[-1]
+
+
+def criterion_judge(judge, make_job, sink) -> CriterionJudge:
+    """Ask ``judge`` (the gate's judge: never the worker that did the work) about one criterion, as the
+    check of a synthetic stage ``acceptance-<id>`` that sees the code stage's artifacts."""
+    from .loop import Gate
+
+    def ask(crit: Criterion) -> JudgeResult:
+        stage = Stage(id=f"acceptance-{crit.id}", title=f"acceptance criterion {crit.id}",
+                      goal=crit.text, gate=Gate(mode="ai", check=f"{crit.id}: {crit.text}"))
+        return judge.judge(make_job(stage), sink)
+
+    return ask
