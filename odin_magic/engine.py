@@ -200,6 +200,7 @@ class Engine:
         self.command = command or command_line()
         self.interview_runner = interview_runner
         self.reports = reports  # write report.md / report.ipynb when a drive leaves its run ended or blocked
+        self.unattended = False  # never wait for a person: a pause blocks the run (odin run --unattended)
         self._stop = threading.Event()
         self._drive_lock = threading.Lock()
         self._view_lock = threading.RLock()
@@ -495,6 +496,9 @@ class Engine:
     def _drive(self, s: Session) -> RunState:
         while True:
             st = s.state
+            if st.status in ("awaiting_approval", "awaiting_answer") and self.unattended:
+                self._block_unattended(s)
+                break
             if st.status == "awaiting_approval":
                 if st.dry is not None and st.dry.approve_all:
                     self._approve(s)
@@ -512,6 +516,16 @@ class Engine:
             self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
         return self._snapshot(s)
 
+    def _block_unattended(self, s: Session) -> None:
+        """An unattended drive never waits for a person: a pause ends the drive with the run blocked."""
+        stage, why = s.state.current_stage, s.state.status.replace("_", " ")
+        blocked = {"kind": "unattended", "stage": stage,
+                   "reason": f"{stage} is {why}, and the run is unattended (nobody can answer)",
+                   "fix": "look at the run (`odin status`, `odin report`); `odin run` puts it back at its pause "
+                          "for you to approve or revise"}
+        self._record(s, "blocked", stage=stage, set={"status": "blocked", "blocked": blocked})
+        self._announce_block(s)
+
     def _ask_again(self, s: Session, answer: str | None = None) -> None:
         """Run the waiting interview stage again (with the user's ``answer``): timed like any stage."""
         if not self._check_timeout(s):
@@ -521,8 +535,10 @@ class Engine:
     def _unblock(self, s: Session) -> None:
         """Continue a blocked run: an environment block re-checks the gate alone (the work is done)."""
         blocked = s.state.blocked
+        # an unattended drive's pause goes back to being a pause: the person now at the wheel decides it
+        status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" else "running"
         self._record(s, "unblocked", stage=s.state.current_stage,
-                     set={"status": "running", "blocked": None, "repeats": None})
+                     set={"status": status, "blocked": None, "repeats": None})
         self._emit("unblocked", s.state, stage=s.state.current_stage,
                    text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
         if blocked is not None and blocked.kind == "environment" and not self._check_timeout(s):

@@ -16,8 +16,8 @@ the engine writes both files from what the run recorded:
   so they survive export and need no kernel to show.
 
 ``report.ipynb`` is valid nbformat; its one code cell reads the run's state.json
-(standard library only), so nbclient runs it. Every text passes the secrets
-redaction before it is written.
+(standard library only), so nbclient runs it. Both are written through
+``store.write_atomic``, which redacts every configured secret.
 """
 
 from __future__ import annotations
@@ -274,12 +274,13 @@ def _notebook(title: str, parts: list[tuple[str, str]], images: dict[str, bytes]
     return nbformat.writes(nb)
 
 
-def write_report(state: RunState, loop: Loop | None, run_dir: Path, redact=lambda text: text) -> Path:
-    """Write report.md, report.ipynb and the chart PNGs into ``run_dir``; returns report.md's path."""
+def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
+    """Write report.md, report.ipynb and the chart PNGs into ``run_dir``; returns report.md's path.
+    (``write_atomic`` redacts every configured secret from both texts.)"""
     run_dir = Path(run_dir)
     g = _gather(state, run_dir)
     title = f"Run {state.run_id}: {state.loop}"
-    parts = [(h, redact(body)) for h, body in sections(state, loop, g)]
+    parts = sections(state, loop, g)
     images = charts(state, loop, g)
     chart_dir = run_dir / CHART_DIR
     chart_dir.mkdir(exist_ok=True)

@@ -82,7 +82,7 @@ class Streak(_State):
     count: int
 
 
-BlockKind = Literal["environment", "repeated", "judge"]
+BlockKind = Literal["environment", "repeated", "judge", "unattended"]
 
 
 class Blocked(_State):

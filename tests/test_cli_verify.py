@@ -66,3 +66,56 @@ def test_report_of_a_paused_run_says_when_it_comes(capsys, tmp_path: Path):
     run(capsys, "run", "bugfix", "--task", "fix it", "--dry", "--project", str(tmp_path))
     code, _, err = run(capsys, "report", "--project", str(tmp_path))
     assert code == 2 and "no report yet" in err and "written when it ends" in err
+
+
+UNATTENDED = """\
+name: nightly
+version: 1
+description: lint then test, nobody watching
+max_iterations: 2
+regression: false
+stages:
+  - id: check
+    produces: [notes.md]
+    gate:
+      mode: ai
+      check: the checks pass
+      run: [no_such_program_odin_nightly]
+"""
+
+
+def test_unattended_refuses_a_loop_that_could_wait_for_a_person(capsys, tmp_path: Path):
+    code, _, err = run(capsys, "run", "bugfix", "--task", "fix it", "--dry", "--unattended", "--project", str(tmp_path))
+    assert code == 1 and "cannot run unattended" in err and "--schedulable" in err
+    assert not (tmp_path / ".odin-loop" / "runs").exists() or not any((tmp_path / ".odin-loop" / "runs").iterdir())
+
+
+def test_unattended_exits_0_only_on_done(capsys, tmp_path: Path):
+    code, _, _ = run(capsys, "run", "keep-green", "--task", "stay green", "--dry", "--unattended",
+                     "--project", str(tmp_path))
+    assert code == 0
+
+
+def test_unattended_block_ends_the_run_blocked_with_its_report_exit_3(capsys, tmp_path: Path):
+    loops = tmp_path / ".odin-loop" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "nightly.yaml").write_text(UNATTENDED)
+    code, out, err = run(capsys, "run", "nightly", "--task", "nightly check", "--dry", "--run-commands",
+                         "--unattended", "--project", str(tmp_path))
+    assert code == 3, out + err
+    code, out, _ = run(capsys, "report", "--project", str(tmp_path))
+    assert "- **status**: blocked" in out and "no_such_program_odin_nightly" in out
+
+
+def test_an_unattended_drive_turns_a_pause_into_a_block_and_run_puts_it_back(tmp_path: Path):
+    from odin_magic.engine import Engine
+
+    engine = Engine(tmp_path)
+    engine.unattended = True
+    state = engine.start("bugfix", "fix it", dry=True)
+    assert state.status == "blocked" and state.blocked.kind == "unattended"
+    paused_at = state.current_stage
+    assert (engine.run_dir(state.run_id) / "report.md").is_file()
+    attended = Engine(tmp_path)
+    state = attended.run()
+    assert state.status == "awaiting_approval" and state.current_stage == paused_at

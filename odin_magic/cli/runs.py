@@ -8,7 +8,7 @@ import sys
 
 from . import add_project, project_dir
 from ..engine import Engine, one_run_at_a_time, simulate
-from ..errors import NoActiveRun, UsageError
+from ..errors import NoActiveRun, RunRefused, UsageError
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
 from ..report import format_event, render_runs, render_simulation, render_status
@@ -41,6 +41,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--task starts a new run and needs its loop", hint='odin run LOOP --task "..."; '
                          "plain `odin run` continues the active run")
     engine = engine_for(args)
+    if args.unattended:
+        _refuse_unless_schedulable(engine, args)
+        engine.unattended = True
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     active = engine.active()
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
@@ -65,6 +68,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         dry = DryOptions(gates=parse_gate_script(args.gates), approve_all=args.approve_all,
                          stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
     return exit_code(engine.start(args.loop, args.task, dry=dry))
+
+
+def _refuse_unless_schedulable(engine, args: argparse.Namespace) -> None:
+    """An unattended run starts a loop that never waits for a person (``odin validate --schedulable``)."""
+    from ..validation import validate_file
+
+    if args.loop is None or args.task is None:
+        raise UsageError("--unattended starts a new run: give its LOOP and --task",
+                         hint='odin run LOOP --task "..." --unattended')
+    report = validate_file(engine.catalog.resolve(args.loop), schedulable=True)
+    if not report.ok:
+        print(report.format(), file=sys.stderr)
+        raise RunRefused(f"loop {args.loop!r} cannot run unattended: it could wait for a person",
+                         hint="make every gate `ai` and drop the interview; `odin validate --schedulable LOOP` "
+                         "lists what stands in the way")
 
 
 def _cmd_approve(args):
@@ -131,6 +149,9 @@ def register(sub) -> None:
     p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
     p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
+    p.add_argument("--unattended", action="store_true",
+                   help="never wait for a person (cron, CI): refuses a loop `odin validate --schedulable` rejects; "
+                   "a pause or a block ends the run blocked, report written, exit 3; exit 0 only on done")
     add_project(p)
     p.set_defaults(handler=_cmd_run, drives_a_run=True)
 
