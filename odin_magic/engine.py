@@ -704,7 +704,7 @@ class Engine:
 
         report = completion.verify_completion(
             s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
-            completion.criterion_judge(judge, criterion_job, sink))
+            completion.criterion_judge(judge, criterion_job, sink), dry=s.state.dry is not None)
         self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
         return report
 

@@ -90,6 +90,14 @@ def test_spec_harness_tdd_runs_to_done_with_the_scripted_model(project: Path, mo
     test_pass = [e for e in state.history if e.stage == "test" and e.result == "pass"][-1]
     pass_ev = evidence(run_dir, test_pass)
     assert pass_ev["commands"][0]["exit_code"] == 0 and "3 passed" in pass_ev["commands"][0]["stdout_tail"]
+    # the harness is proven able to fail: the mutants of src/calc.py make it fail (issue 13)
+    assert pass_ev["mutation"]["files"] == ["src/calc.py"] and pass_ev["mutation"]["tried"] >= 5
+    assert pass_ev["mutation"]["ratio"] >= 0.6 and pass_ev["mutation"]["passed"]
+    # done means verified: each criterion's verify command ran before the last approval
+    review_ev = evidence(run_dir, next(e for e in state.history if e.stage == "review" and e.gate != "approved"))
+    assert [(c["id"], c["status"]) for c in review_ev["completion"]["criteria"]] == [
+        ("AC1", "pass"), ("AC2", "pass"), ("AC3", "pass")]
+    assert (run_dir / "report.md").is_file() and "## Acceptance criteria" in (run_dir / "report.md").read_text()
 
     # the files are real: check them independently of the run
     assert (project / "src" / "calc.py").is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 
 import pytest
@@ -27,6 +28,11 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
     assert any("## Convergence" in t for t in texts)  # the spec the interview wrote, printed
     assert any("✅ done" in t for t in texts)
     assert any("divide(1, 0) raises ValueError" in t for t in texts)
+    # done means verified: the manifest, the kill ratio, each criterion, and the run's report (issue 13)
+    joined = "\n".join(texts)
+    assert "- id: AC3" in joined and "✅ AC3 P0" in joined
+    assert re.search(r"kill ratio (\d+)/\1 = 1\.00 \(min 0\.6\)", joined), joined
+    assert "## Acceptance criteria" in joined and "## Gates proven able to fail" in joined
     assert not any("Unknown child process" in t for t in texts)  # background noise stays out of cells
     run_dir = next((tmp_path / ".odin-loop" / "runs").iterdir())
     state = json.loads((run_dir / "state.json").read_text())

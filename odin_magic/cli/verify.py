@@ -58,6 +58,7 @@ def cmd_validate_manifest(args: argparse.Namespace) -> int:
     interview_ids: list[str] = []
     if args.path:
         path = Path(args.path)
+        interview_ids = interview_criteria_ids(path.parent)  # a run dir's manifest answers to its interview
     else:
         engine = Engine(project)
         state = engine.status(args.run)
