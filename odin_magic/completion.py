@@ -247,3 +247,33 @@ def criterion_judge(judge, make_job, sink) -> CriterionJudge:
         return judge.judge(make_job(stage), sink)
 
     return ask
+
+
+def latest(run_dir: Path, history: list, look_back: int = 20) -> CompletionReport | None:
+    """The run's last checks before done (from its last gate evidence that has them), for ``status``;
+    reads at most ``look_back`` evidence files, newest first."""
+    import json
+
+    for entry in reversed(history[-look_back:]):
+        if not entry.evidence:
+            continue
+        try:
+            data = json.loads((Path(run_dir) / entry.evidence).read_text(encoding="utf-8")).get("completion")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if data:
+            return from_dict(data)
+    return None
+
+
+def from_dict(data: dict) -> CompletionReport:
+    """A :class:`CompletionReport` back from its evidence (``to_dict``)."""
+    fields = set(CriterionResult.__dataclass_fields__)
+    reg = data.get("regression")
+    return CompletionReport(
+        criteria=[CriterionResult(**{k: v for k, v in c.items() if k in fields}) for c in data.get("criteria") or []],
+        regression=RegressionResult(**{k: v for k, v in reg.items() if k in RegressionResult.__dataclass_fields__})
+        if reg else None,
+        manifest=data.get("manifest") or "",
+        problems=[(p.get("what", ""), p.get("fix", "")) for p in data.get("problems") or []],
+    )

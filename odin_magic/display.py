@@ -101,10 +101,12 @@ def _money(value: float) -> str:
 class StatusDisplay(_Display):
     """``%odin status``: loop, task, stage, status, iterations, checklist, interview, usage."""
 
-    def __init__(self, state: RunState, loop: Loop | None = None, question: str | None = None):
+    def __init__(self, state: RunState, loop: Loop | None = None, question: str | None = None,
+                 criteria: list[str] | None = None):
         self.state = state
         self.loop = loop
         self.question = question  # the interview's waiting question, rendered as text
+        self.criteria = criteria or []  # the last checks before done, a line each (completion)
 
     @property
     def rows(self) -> list[ChecklistRow]:
@@ -135,7 +137,7 @@ class StatusDisplay(_Display):
 
     def text(self) -> str:
         # the CLI's `odin status`, word for word, waiting question included
-        lines = [render_status(self.state, self.loop, question=self.question)]
+        lines = [render_status(self.state, self.loop, question=self.question, criteria=self.criteria)]
         hint = _next_hint(self.state)
         if hint:
             lines += ["", hint]
@@ -153,6 +155,9 @@ class StatusDisplay(_Display):
         return (
             f"<div class='odin-status'><table class='odin-t'>{facts}</table>"
             f"<ul style='list-style:none;padding-left:4px'>{checklist}</ul>"
+            + (("<p><b>before done</b> (acceptance criteria, regression suite)</p><ul style='list-style:none;"
+                "padding-left:4px'>" + "".join(f"<li>{_e(c)}</li>" for c in self.criteria) + "</ul>")
+               if self.criteria else "")
             + (f"<pre>{_e(self.question)}</pre>" if self.question else "")
             + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
             + "</div>"

@@ -351,7 +351,7 @@ class OdinMagics(Magics):
             return None
         state = runner.status(state.run_id)  # as it is now: e.g. abandoned since that drive ended
         loop = self._load_loop(state.loop, quiet=True)
-        return StatusDisplay(state, loop, runner.pending_question(state))
+        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
 
     def _cmd_stop(self, args):
         runner = self.runner()
@@ -428,7 +428,14 @@ class OdinMagics(Magics):
         waiting = state.status in ("awaiting_approval", "awaiting_answer")
         if waiting and not args.run and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
-        return StatusDisplay(state, loop, runner.pending_question(state))
+        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
+
+    @staticmethod
+    def _criteria(runner: NotebookRunner, state) -> list[str]:
+        from .completion import latest
+
+        checked = latest(runner.run_dir(state.run_id), state.history)
+        return checked.lines() if checked is not None else []
 
     def _cmd_report(self, args):
         from .display import ReportDisplay

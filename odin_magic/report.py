@@ -74,8 +74,9 @@ def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below
 
 
 def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
-                  question: str | None = None) -> str:
-    """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``)."""
+                  question: str | None = None, criteria: list[str] | None = None) -> str:
+    """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``);
+    ``criteria``: the last checks before done, one line each (``completion.CompletionReport.lines``)."""
     lines = [
         f"run      {state.run_id}" + ("  (dry run)" if state.dry is not None else ""),
         f"loop     {state.loop}",
@@ -124,6 +125,8 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
             if e.failure and e.failure != "recoverable":
                 why += f" [{e.failure}]"
             lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
+    if criteria:
+        lines += ["", "before done (acceptance criteria, regression suite)"] + [f"  {c}" for c in criteria]
     if question:
         lines += ["", f"{AWAITING} waiting for your answer:", question]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from odin_magic.cli import main
 from odin_magic.config import Settings
 from odin_magic.engine import Engine, WorkerFailed
 from odin_magic.workers.claude import ClaudeWorker
@@ -94,7 +95,8 @@ def evidence(project: Path, state, n: int = -1) -> dict:
     return json.loads((run_dir / state.history[n].evidence).read_text())
 
 
-def test_a_failing_p0_criterion_sends_the_run_back_to_work_then_done(project: Path, fake: FakeMessages, write_loop):
+def test_a_failing_p0_criterion_sends_the_run_back_to_work_then_done(project: Path, fake: FakeMessages, write_loop,
+                                                                      capsys):
     write_loop(LOOP)
     plan(fake, project)
     write_file(fake, "src/calc.py", WRONG)  # the judge is fooled; the criterion is not
@@ -117,6 +119,13 @@ def test_a_failing_p0_criterion_sends_the_run_back_to_work_then_done(project: Pa
     judged = fake.bodies(purpose="judge", stage="acceptance-AC3")
     assert len(judged) == 2 and all(len(r.body["messages"]) == 1 for r in judged)
     assert fake.pending == 0
+    # odin status shows each criterion with its mark and evidence
+    assert main(["status", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "before done (acceptance criteria, regression suite)" in out
+    assert "✅ AC1 [P0] Given 2 and 3" in out and "❌ AC2 [P1] add has a docstring. — exit 1" in out
+    report = (project / ".odin-loop" / "runs" / state.run_id / "report.md").read_text()
+    assert "| ✅ | AC1 | P0 |" in report and "| ❌ | AC2 | P1 |" in report
 
 
 def test_a_regression_in_an_untouched_test_module_loops_back(project: Path, fake: FakeMessages, write_loop):

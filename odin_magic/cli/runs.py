@@ -113,7 +113,12 @@ def _cmd_status(args):
         except RunCorrupt as exc:  # the run's copy of its loop is unreadable: show the history order
             print(f"note: {exc.message}", file=sys.stderr)
             loop = None
-        print(render_status(state, loop, question=waiting_question(engine.run_dir(state.run_id), state)))
+        from ..completion import latest
+
+        run_dir = engine.run_dir(state.run_id)
+        checked = latest(run_dir, state.history)
+        print(render_status(state, loop, question=waiting_question(run_dir, state),
+                            criteria=checked.lines() if checked is not None else None))
     return 0
 
 
