@@ -212,28 +212,28 @@ def check_regression(loop: Loop, project_dir: Path, run: CommandRunner | None, r
 def verify_completion(loop: Loop, run_dir: Path, project_dir: Path, run: CommandRunner | None,
                       judge: CriterionJudge, dry: bool = False) -> CompletionReport:
     """Check the run's acceptance criteria and the project's suite (see the module docstring);
-    ``run`` None (a dry run that runs no command) skips every command and reports it skipped."""
+    ``run`` None (a dry run that runs no command) skips every command and reports it skipped.
+    A loop none of whose stages writes into the project (a spec-only loop) has no code to verify."""
     report = CompletionReport()
+    if code_stage(loop) is None:
+        report.manifest = "no stage of this loop writes into the project: there is no code to verify"
+        return report
     check_manifest(loop, run_dir, run, judge, report, dry)
     check_regression(loop, project_dir, run, report)
     return report
 
 
-def code_stage(loop: Loop, upto: str | None = None) -> Stage:
-    """The last stage (at or before ``upto``) that produces code: an executor stage, else one that
-    writes into the project tree; else the last stage."""
+def code_stage(loop: Loop, upto: str | None = None) -> Stage | None:
+    """The last stage (at or before ``upto``) that produces code: an executor stage that writes into the
+    project tree, else any stage that does; None when no stage writes into the project (nothing to verify)."""
     from .artifacts import in_run_dir
 
     stages = loop.stages
     if upto is not None:
         stages = stages[: loop.stage_ids().index(upto) + 1]
-    for stage in reversed(stages):
-        if stage.resolved_agent.role == "executor" and any(not in_run_dir(p) for p in stage.produces):
-            return stage
-    for stage in reversed(stages):
-        if any(not in_run_dir(p) for p in stage.produces):
-            return stage
-    return stages[-1]
+    writers = [s for s in stages if any(not in_run_dir(p) for p in s.produces)]
+    executors = [s for s in writers if s.resolved_agent.role == "executor"]
+    return (executors or writers or [None])[-1]
 
 
 def criterion_judge(judge, make_job, sink) -> CriterionJudge:

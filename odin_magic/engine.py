@@ -656,7 +656,7 @@ class Engine:
             self._prove_gate(s, stage, outcome, consumes, produces, env)
         done_check = None
         if outcome.passed and not stepping and s.loop.next_stage_id(stage.id) is None:
-            done_check = self._check_done(s, stage, run_commands, judge, judge_job, sink, env)
+            done_check = self._check_done(s, stage, run_commands, judge_job, sink, env)
             outcome.completion = done_check.to_dict()
             if self._add_usage(s, stage.id, done_check.judge_usage):
                 return
@@ -686,11 +686,11 @@ class Engine:
         if not report.passed:
             outcome.passed, outcome.reason = False, report.reason()
 
-    def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge, judge_job, sink,
+    def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge_job, sink,
                     env: dict[str, str]) -> completion.CompletionReport:
         """Before the run may end: its acceptance criteria and the project's suite (see completion)."""
         code = completion.code_stage(s.loop, stage.id)
-        code_artifacts = placements(code.produces, self.project_dir, s.handle.run_dir, code.id)
+        code_artifacts = placements(code.produces, self.project_dir, s.handle.run_dir, code.id) if code else {}
 
         def criterion_job(synthetic: Stage) -> JudgeJob:
             job = judge_job([])
@@ -702,9 +702,9 @@ class Engine:
                        data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
             return ev
 
-        report = completion.verify_completion(
+        report = completion.verify_completion(  # criteria are judged by the worker's judge, never an interview's
             s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
-            completion.criterion_judge(judge, criterion_job, sink), dry=s.state.dry is not None)
+            completion.criterion_judge(s.worker, criterion_job, sink), dry=s.state.dry is not None)
         self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
         return report
 

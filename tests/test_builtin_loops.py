@@ -39,6 +39,13 @@ def test_lower_case():
     """criterion 2"""
     assert slugify("ABC") == "abc"
 '''
+MANIFEST = """\
+criteria:
+  - id: AC1
+    priority: P0
+    text: spaces become hyphens
+    verify: python -m pytest -q -p no:cacheprovider "$ODIN_RUN_DIR/harness" -k spaces
+"""
 GOOD = 'def slugify(text):\n    return "-".join(text.lower().split())\n'
 STUB = "def slugify(text):\n    return text.lower()  # forgets the hyphens\n"
 
@@ -51,6 +58,7 @@ def layout(tmp_path):
     (run_dir / "harness" / "conftest.py").write_text(CONFTEST)
     (run_dir / "harness" / "test_slug.py").write_text(HARNESS_TEST)
     (run_dir / "harness" / "stub" / "slug.py").write_text(STUB)
+    (run_dir / "acceptance.yaml").write_text(MANIFEST)
     (project / "src").mkdir()
     (project / "src" / "slug.py").write_text(GOOD)
     return project, run_dir
@@ -63,9 +71,11 @@ def gate_codes(project: Path, run_dir: Path, loop_name: str, stage_id: str) -> l
     return [run_command(c, project, env).exit_code for c in stage.gate.commands]
 
 
-def test_tdd_harness_design_gate_needs_the_conftest(layout):
+def test_tdd_harness_design_gate_needs_the_conftest_and_a_valid_manifest(layout):
     project, run_dir = layout
-    assert gate_codes(project, run_dir, "spec-harness-tdd", "harness-design") == [0, 0]
+    assert gate_codes(project, run_dir, "spec-harness-tdd", "harness-design") == [0, 0, 0]
+    (run_dir / "acceptance.yaml").write_text(MANIFEST.replace("P0", "P3"))
+    assert gate_codes(project, run_dir, "spec-harness-tdd", "harness-design")[2] == 1
     (run_dir / "harness" / "conftest.py").unlink()
     assert gate_codes(project, run_dir, "spec-harness-tdd", "harness-design")[0] != 0
 
@@ -110,7 +120,7 @@ def test_bugfix_gates_want_a_failing_then_passing_regression_test(layout):
 
 def test_builtin_artifacts_land_where_the_docs_say(tmp_path):
     catalog = LoopCatalog(tmp_path)  # an empty project: the built-ins, not whatever the cwd holds
-    run_scoped = {"spec.md", "interview-log.md", "plan.md", "harness/", "harness/stub/", "harness-report.md",
+    run_scoped = {"spec.md", "interview-log.md", "plan.md", "acceptance.yaml", "harness/", "harness/stub/", "harness-report.md",
                   "test-report.md", "review.md", "repro.md", "fix-notes.md", "suite-report.md", "failures.md",
                   "diagnosis.md", "repair-notes.md"}
     project_scoped = {"src/", "tests/test_odin_regression.py"}

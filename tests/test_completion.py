@@ -241,3 +241,21 @@ def test_a_weak_harness_fails_its_gate_on_the_kill_ratio(project: Path, fake: Fa
         assert "`==` → `!=` (src/calc.py:2)" in state.history[1].reason or any(
             not r["killed"] and r["diff"].startswith("--- a/src/calc.py") for r in report["results"])
     assert (project / "src" / "calc.py").read_text() == CALC  # mutants never touched the project
+
+
+def test_a_loop_that_writes_no_code_has_nothing_to_verify(project: Path, fake: FakeMessages, write_loop):
+    write_loop("""
+        name: spec-only
+        max_iterations: 2
+        stages:
+          - id: spec
+            agent: planner
+            produces: [acceptance.yaml]
+            gate: {mode: ai, check: the criteria are testable}
+    """)
+    plan(fake, project, "criteria:\n  - id: AC1\n    priority: P0\n    text: t\n    verify: 'false'\n")
+
+    state = Engine(project, worker=worker_for(fake)).start("spec-only", "specify")
+
+    assert state.status == "done"
+    assert evidence(project, state)["completion"]["manifest"].startswith("no stage of this loop writes into the project")
