@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, judging, routing
+from . import gates, judging, memory, routing
 from .artifacts import placements, project_relative
 from .catalog import LoopCatalog
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
@@ -438,6 +438,16 @@ class Engine:
             with self._view_lock:
                 self._session = None
             session.handle.close()
+            self._remember(session)
+
+    def _remember(self, s: Session) -> None:
+        """A run that ended (not a dry one) leaves its decisions and lessons in the project's memory."""
+        if s.state is None or s.state.dry is not None or s.state.status not in ("done", "failed", "abandoned"):
+            return
+        try:
+            memory.record_run(self.project_dir, s.handle.run_dir, s.loop)
+        except OSError as exc:  # memory is a help, never a reason for a run to fail
+            self._emit("notice", s.state, text=f"the project memory could not be written: {exc}")
 
     def _find_active(self, tell: bool = True) -> RunState | None:
         for loaded in self._readable_runs():
@@ -558,6 +568,7 @@ class Engine:
             run_dir=run_dir, agent=agent, consumes={k: v.path for k, v in consumes.items()},
             produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
             last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
+            memory=memory.relevant(self.project_dir, stage, s.loop),
         )
 
         def sink(ev: WorkerEvent) -> None:
@@ -589,6 +600,7 @@ class Engine:
                 loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=self.project_dir,
                 run_dir=run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
                 concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
+                memory=job.memory,
             )
 
         def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:

@@ -245,6 +245,11 @@ class Loop(_Strict):
         description="Before done, run the project's whole test suite once: true detects it (pytest, npm test, "
         "cargo test, go test, make test), a command names it, false turns it off.",
     )
+    memory: bool = Field(
+        default=True,
+        description="Project memory: at each run's end, append decisions and lessons to .odin-loop/memory/, "
+        "and hand the relevant ones to later runs' workers and judges; false turns both off.",
+    )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 
     @field_validator("post_edit", mode="after")
