@@ -177,3 +177,54 @@ def test_abandoning_a_run_kills_the_group_its_dead_driver_left(slowgate: Path):
     assert abandon.returncode == 0, err
     assert members(pgid) == [] and f"(process group {pgid})" in out + err
     assert (slowgate / "runs.txt").read_text().split() == ["start"]
+
+
+# -- the worker's bash tool ---------------------------------------------------------------------
+
+#: Starts a background job, tells the test the shell's process group, then runs 5 s.
+BASH = ("sleep 30 & echo $(cut -d' ' -f5 /proc/$$/stat) > ready.fifo; "
+        "sleep 5; echo end >> runs.txt; echo done > \"$ODIN_RUN_DIR/out.md\"")
+
+
+@pytest.fixture
+def scripted(project: Path, write_loop, tmp_path: Path) -> dict[str, str]:
+    """A one-stage loop whose worker (the offline scripted model, through the real SDK) runs BASH."""
+    write_loop(yaml.safe_dump({
+        "name": "shell", "max_iterations": 2,
+        "stages": [{"id": "build", "produces": ["out.md"], "gate": {"mode": "ai", "check": "out.md exists"}}],
+    }))
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({
+        "stages": {"build": [{"tools": [{"bash": {"command": BASH, "timeout_ms": 120000}}]}, {"text": "done"}]},
+        "default_verdict": {"passed": True, "reasons": ["out.md exists"]},
+    }))
+    os.mkfifo(project / "ready.fifo")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "ODIN_"))}
+    return {**env, "ODIN_SCRIPT": str(script)}
+
+
+def run_shell(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    driver = subprocess.Popen([sys.executable, "-m", "odin_magic", "run", "shell", "--task", "t", "--project",
+                               str(project)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    return driver, ready(project / "ready.fifo", driver)
+
+
+def test_the_bash_tools_shell_and_its_background_jobs_end_with_the_stage(project: Path, scripted):
+    driver, pgid = run_shell(project, scripted)
+    assert pgid != os.getpgid(driver.pid)  # the shell has a process group of its own
+    out, err = driver.communicate(timeout=120)
+    assert driver.returncode == 0, err
+    assert members(pgid) == []  # `sleep 30 &` went with the shell
+    run_dir = next((project / ".odin-loop" / "runs").iterdir())
+    assert list((run_dir / "processes").iterdir()) == []
+
+
+def test_killing_the_driver_kills_the_bash_tools_shell_and_all_it_runs(project: Path, scripted):
+    driver, pgid = run_shell(project, scripted)
+    run_dir = next((project / ".odin-loop" / "runs").iterdir())
+    assert json.loads((run_dir / "processes" / f"{pgid}.json").read_text())["kind"] == "bash"
+    driver.send_signal(signal.SIGKILL)
+    driver.communicate()
+    assert group_ends_within(pgid, 1.0) == []
+    assert not (project / "runs.txt").exists()

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from ..config import Settings, usage_with_cost
 from ..errors import ConfigError
+from ..processes import reap_orphans
 from ..roles import STUB_DIR, load_persona, policy_for
 from ..secrets import redact, redact_request, register
 from ..loop import Loop
@@ -375,6 +376,7 @@ class ClaudeWorker:
                 on_error=lambda msg: emit("info", msg),
                 check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env),
             )
+            stack.callback(reap_orphans, Path(job.run_dir), "bash")  # after the shell: what it left running
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
             turns = _Turns(history=history, prior=prior, text_out=text_out, emit=emit)
             try:

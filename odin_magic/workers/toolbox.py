@@ -30,6 +30,7 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_tools
 
 from ..gates import command_env, run_command
 from ..loop import GateCommand
+from ..processes import shell_guard_env
 from ..postedit import EditCheck, check_edit, failure_message
 from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
 from ..secrets import redact
@@ -40,9 +41,12 @@ EditChecker = Callable[[Path, str], list[EditCheck]]
 
 def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
     """The bash tool's environment: the gate commands' own (so the model can run a gate command
-    exactly as the gate will; it carries no ``ANTHROPIC_*`` variable)."""
+    exactly as the gate will; it carries no ``ANTHROPIC_*`` variable). The shell puts itself
+    under odin's shell guard (a process group of its own that dies with the driver,
+    :mod:`odin_magic.processes`)."""
     env = command_env(project_dir, run_dir, run_id, stage_id)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
+    env.update(shell_guard_env(run_dir))
     return env
 
 
