@@ -35,6 +35,7 @@ from .display import (
     ValidationDisplay,
     loop_rows,
 )
+from . import authoring_magics
 from .errors import OdinError
 from .runner import NotebookRunner
 from .state import DryOptions
@@ -109,6 +110,7 @@ def _parser() -> MagicArgumentParser:
     sim.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,test:fail")
     sh = add("show", "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.")
     sh.add_argument("loop")
+    authoring_magics.add_parsers(add)
     c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
     c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
     h = add("help", "Show this help, or one command's.")
@@ -457,6 +459,15 @@ class OdinMagics(Magics):
 
         self._load_loop(args.loop)
         return SimulationDisplay(simulate(self.project_dir, args.loop, args.gates))
+
+    def _cmd_new(self, args):
+        return authoring_magics.cmd_new(self, args)
+
+    def _cmd_refine(self, args):
+        return authoring_magics.cmd_refine(self, args)
+
+    def _cmd_memory(self, args):
+        return authoring_magics.cmd_memory(self, args)
 
     def _cmd_show(self, args):
         from .charts import loop_diagram, png_bytes
