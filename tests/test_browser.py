@@ -23,6 +23,7 @@ import nbformat
 import pytest
 
 from nbtools import REPO
+from odin_magic.catalog import LoopCatalog
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -145,3 +146,49 @@ def drive_the_browser(base: str, work: Path) -> None:
             expect(page.locator(".odin-approval")).to_contain_text("plan", timeout=90_000)
         finally:
             browser.close()
+
+
+def test_the_odin_new_form_in_jupyterlab_writes_a_valid_loop(lab):
+    """`%odin new` rendered in JupyterLab: typed into and clicked through like a person would."""
+    from playwright.sync_api import expect, sync_playwright
+
+    base, work, server_log = lab
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext odin_magic"), nbformat.v4.new_code_cell("%odin new browsed")]
+    nbformat.write(nb, work / "new.ipynb")
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(f"{base}/lab/tree/new.ipynb?reset")
+                expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+                page.get_by_role("menuitem", name="Run", exact=True).click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                form = page.locator(".odin-new")
+                expect(form).to_contain_text("question 1 of 7", timeout=90_000)
+
+                def next_question(number: int) -> None:
+                    form.get_by_role("button", name="Next").click()
+                    expect(form).to_contain_text(f"question {number} of 7")
+
+                form.get_by_placeholder("kind of work, e.g. general coding").fill("documentation")
+                next_question(2)
+                form.get_by_placeholder("one stage per line, as id: goal").fill(
+                    "draft: Write the notes.\nreview: Independent review of the notes.")
+                next_question(3)
+                form.get_by_placeholder("check for draft").fill("the notes cover every point")
+                form.get_by_placeholder("check for review").fill("review.md lists no blocking finding")
+                expect(form).to_contain_text("check: review.md lists no blocking finding")  # the live preview
+                for number in (4, 5, 6, 7):
+                    next_question(number)
+                form.get_by_role("button", name="Write loop").click()
+                expect(form).to_contain_text("wrote", timeout=30_000)
+            finally:
+                browser.close()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- jupyter lab log ---\n{''.join(server_log[-60:])}") from None
+    loop = LoopCatalog(work).load("browsed")
+    assert [s.id for s in loop.stages] == ["draft", "review"] and loop.stage("review").agent == "reviewer"
+    assert loop.stage("draft").gate.check == "the notes cover every point"
