@@ -29,7 +29,8 @@ import filelock
 from pydantic import ValidationError
 
 from . import gates, judging, memory, routing
-from .artifacts import placements, project_relative
+from .artifacts import Placement, confine, placements, project_relative
+from .confine import PathEscapes
 from .catalog import LoopCatalog
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
@@ -553,13 +554,25 @@ class Engine:
         self._emit("awaiting_answer", s.state, stage=stage.id,
                    text=f"{stage.id} waits for your answer: `odin answer TEXT` (`odin question` shows it again)")
 
+    def _placements(self, s: Session, stage: Stage) -> tuple[dict[str, Placement], dict[str, Placement]]:
+        """Where the stage's produces and consumes live; refused (a clear error naming the link, the run
+        stays resumable) when one's real path leaves the project and the run dir through a symbolic link."""
+        run_dir = s.handle.run_dir
+        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
+        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        try:
+            confine({**consumes, **produces}, self.project_dir, run_dir, stage.id)
+        except PathEscapes as exc:
+            self._emit("stopped", s.state, stage=stage.id, text=exc.message)
+            raise
+        return produces, consumes
+
     def _run_stage(self, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
         """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it."""
         st = s.state
         run_dir = s.handle.run_dir
         agent = stage.resolved_agent
-        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
-        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        produces, consumes = self._placements(s, stage)
         for p in produces.values():
             (p.path if p.is_dir else p.path.parent).mkdir(parents=True, exist_ok=True)
         last_failure = st.history[-1].reason if st.history and st.history[-1].result == "fail" else None
@@ -594,6 +607,7 @@ class Engine:
             ) from None
         if self._add_usage(s, stage.id, result.usage):
             return
+        self._placements(s, stage)  # the stage's work may have put a link where an artifact belongs
 
         def judge_job(commands) -> JudgeJob:
             return JudgeJob(

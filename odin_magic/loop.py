@@ -33,6 +33,15 @@ CHALLENGE_RE = re.compile(r"^(contrarian|simplifier|ontologist)@([1-9][0-9]*)$")
 DEFAULT_CHALLENGES = ["contrarian@4", "simplifier@6", "ontologist@8"]
 INTERVIEW_DIMENSIONS = ("goal", "constraints", "criteria", "context")
 
+#: The name rule of loops (and of run ids, which are made of them): letters, digits, ``-``, ``_``, ``.``,
+#: starting with a letter or digit. A name is never a path: no ``/``, ``\\``, ``..``, nor an absolute path.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def is_plain_name(name: object) -> bool:
+    """True for a plain name (see :data:`NAME_RE`), one that can never reach outside its directory."""
+    return isinstance(name, str) and bool(NAME_RE.fullmatch(name)) and ".." not in name
+
 
 class _Strict(BaseModel):
     """Unknown keys are errors: a typo such as ``on_fial`` is never ignored.

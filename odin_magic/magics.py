@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode
@@ -220,6 +220,7 @@ class OdinMagics(Magics):
 
     # -- entry point ---------------------------------------------------------------------
 
+    @no_var_expand  # the text is taken literally: no {expr} or $var expansion (tasks, feedback, answers)
     @line_cell_magic
     def odin(self, line: str, cell: str | None = None):
         try:
@@ -554,14 +555,23 @@ class OdinMagics(Magics):
             raise
 
     def _save_loop(self, name: str, text: str):
+        from .loop import is_plain_name
         from .validation import validate_text
 
+        if not is_plain_name(name):
+            raise UsageError(
+                f"%%odin loop {name!r}: not a loop name; use letters, digits, '-', '_' and '.' only "
+                "(no '/', '\\', '..' or absolute path): the cell is saved as .odin-loop/loops/NAME.yaml"
+            )
         report = validate_text(text, f"cell %%odin loop {name}", expected_name=name)
         saved = None
         if not report.errors:
             from .store import write_atomic
 
+            from .confine import check_confined
+
             target = self.project_dir / ".odin-loop" / "loops" / f"{name}.yaml"
+            check_confined(target, [self.project_dir], f"%%odin loop {name}", base=self.project_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, text if text.endswith("\n") else text + "\n")
             saved = str(target.relative_to(self.project_dir))

@@ -38,6 +38,7 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
+from .loop import NAME_RE
 from .processes import reap_orphans
 from .secrets import redact, redact_text
 from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
@@ -472,6 +473,13 @@ class RunStore:
             write_atomic(gitignore, GITIGNORE_TEXT)
 
     def run_dir(self, run_id: str) -> Path:
+        """The directory of run ``run_id``. A run id is a plain name (``20260101-120000-tiny``), never a
+        path: ``../x``, ``/abs`` or a name with a separator or control character is :class:`RunNotFound`."""
+        if not (isinstance(run_id, str) and NAME_RE.fullmatch(run_id)):  # so never '.', '..' or a path
+            raise RunNotFound(
+                f"{run_id!r} is not a run id: a run id is a plain name such as 20260101-120000-tiny, not a path",
+                hint="`odin runs` lists the runs",
+            )
         return self.runs_dir / run_id
 
     def _existing_run_dir(self, run_id: str) -> Path:
@@ -485,7 +493,7 @@ class RunStore:
         """Ids of every run whose event log has begun (an unreadable one included), oldest first."""
         if not self.runs_dir.is_dir():
             return []
-        return sorted(d.name for d in self.runs_dir.iterdir() if _started(d / LOG_NAME))
+        return sorted(d.name for d in self.runs_dir.iterdir() if NAME_RE.fullmatch(d.name) and _started(d / LOG_NAME))
 
     def load(self, run_id: str) -> Loaded:
         return load_run(self._existing_run_dir(run_id))

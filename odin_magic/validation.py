@@ -23,8 +23,9 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
+from .artifacts import control_character
 from .errors import OdinError, UsageError
-from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage
+from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage, is_plain_name
 from .roles import POLICIES
 from .yamlsource import MAX_BYTES, YamlDocument, YamlError, decode_text, load_yaml
 
@@ -437,11 +438,14 @@ class _Checker:
                     at="parent",
                 )
         name = data.get("name")
-        if expected_name and isinstance(name, str) and name and name != expected_name:
+        if expected_name and is_plain_name(name) and name != expected_name:
+            # only plain names are suggested: a hint never proposes a path (a bad `name` has its own error)
+            fix = f"rename the file to '{name}.yaml' or " if is_plain_name(expected_name) else ""
+            fix += f"set `name: {expected_name}`" if is_plain_name(expected_name) else "give the file a plain loop name"
             self.warning(
                 ("name",),
                 f"name {name!r} does not match the file name {expected_name!r}",
-                f"rename the file to '{name}.yaml' or set `name: {expected_name}`: loops are found by file name",
+                f"{fix}: loops are found by file name",
             )
         stages = self.stages()
         first_index: dict[str, int] = {}
@@ -583,6 +587,9 @@ def _resolves_fresh(agent: Any) -> tuple[bool, str]:
 
 
 def _path_problem(entry: str) -> str | None:
+    bad = control_character(entry)
+    if bad:
+        return f"contains a control character ({bad}); artifact paths have no NUL, newline, tab or other control characters"
     if not entry.strip():
         return "is an empty path"
     if entry.strip() in (".", "./"):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from ..confine import describe, is_confined
 from ..loop import Loop, Stage
 from ..roles import RolePolicy
 from .base import CommandEvidence, JudgeJob, StageJob
@@ -66,9 +67,15 @@ def _rel(path: Path, project_dir: Path) -> str:
         return str(path)
 
 
-def read_artifact(path: Path, limit: int = ARTIFACT_CHARS) -> str:
-    """An artifact's text for a prompt: a file's content, or a directory's files (each capped)."""
+def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path] = ()) -> str:
+    """An artifact's text for a prompt: a file's content, or a directory's files (each capped).
+
+    With ``roots`` (the project and the run dir), a file or directory whose real path leaves
+    them through a symbolic link is not read: the prompt says so, and names the link instead.
+    """
     path = Path(path)
+    if roots and not is_confined(path, roots):
+        return f"(not read: {describe(path, roots, roots[0])})"
     if path.is_dir():
         parts: list[str] = []
         budget = limit
@@ -76,7 +83,7 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS) -> str:
             if budget <= 0:
                 parts.append("… (more files not shown)")
                 break
-            body = read_artifact(child, min(budget, limit // 2))
+            body = read_artifact(child, min(budget, limit // 2), roots)
             parts.append(f"--- {child.relative_to(path)} ---\n{body}")
             budget -= len(body)
         return "\n".join(parts) if parts else "(empty directory)"
@@ -91,6 +98,11 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS) -> str:
     if len(text) > limit:
         return text[:limit] + f"\n… (truncated; {len(text)} chars in total, read the rest with the read tool)"
     return text
+
+
+def _roots(job: StageJob | JudgeJob) -> tuple[Path, Path]:
+    """Where a prompt may read from: the project and the run dir (by real path)."""
+    return (Path(job.project_dir), Path(job.run_dir))
 
 
 def system_blocks(*texts: str) -> list[dict[str, Any]]:
@@ -145,7 +157,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     if job.consumes:
         parts = ["Inputs (consumes), read fresh from disk:"]
         for entry, path in job.consumes.items():
-            parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path)}")
+            parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path, roots=_roots(job))}")
         content.append({"type": "text", "text": "\n".join(parts)})
     return content
 
@@ -184,7 +196,7 @@ def judge_brief(job: JudgeJob) -> str:
     if job.artifacts:
         lines.append("Artifacts the stage produced:")
         for entry, path in job.artifacts.items():
-            lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path)}")
+            lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path, roots=_roots(job))}")
     else:
         lines.append("Artifacts: none declared.")
     if job.concerns:
