@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.testing import globalipapp
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
@@ -21,7 +22,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
+    shell = start_ipython() or globalipapp.get_ipython()  # None when another test module started it first
     shell.run_line_magic("load_ext", "odin_magic")
     yield shell
 
