@@ -56,6 +56,12 @@ def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequen
     return previews
 
 
+def pause_key(state: RunState) -> tuple[str, str, int]:
+    """Which pause ``state`` stands at: a view shows one panel per pause, and keeps it while the drive
+    that announced the pause finishes (a click on it may already be on its way)."""
+    return state.run_id, state.current_stage, state.log_seq
+
+
 class ApprovalPanel:
     """At an ai+human pause: the stage, its artifacts, why the gate passed, and the three buttons."""
 
@@ -65,6 +71,7 @@ class ApprovalPanel:
 
         self.stage = stage
         self.actions = actions
+        self.pause: tuple | None = None  # the pause_key it was shown for
         auto = w.Layout(width="auto")
         self.approve_button = w.Button(description="Approve", button_style="success", icon="check", layout=auto)
         self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit",
@@ -176,6 +183,7 @@ class RunView:
         self.question_panel_source = question_panel_source  # the interview's own panel, when installed
         self.question_source = question_source  # the interview's waiting question, as text
         self.answer_panel = None  # AnswerPanel, or the interview's QuestionPanel
+        self._answer_pause: tuple | None = None  # the pause (pause_key) the answer panel is for
         self.state_source = state_source  # the live RunState, read when the run pauses
         self.loop = loop
         self.project_dir = Path(project_dir)
@@ -288,13 +296,15 @@ class RunView:
             if state.status == "awaiting_approval":
                 self._show_approval(state)
             elif state.status == "awaiting_answer":
-                panel = self.question_panel_source(state) if self.question_panel_source else None
-                if panel is None:  # no interview widget installed: a plain answer box
-                    question = (self.question_source(state) if self.question_source else None) or self._question_text
-                    panel = AnswerPanel(state.current_stage, question or "", self.actions)
-                self.answer_panel = panel
-                self.approval = None
-                self.approval_box.children = (panel.widget,)
+                if self.answer_panel is None or self._answer_pause != pause_key(state):  # else: this question's panel
+                    panel = self.question_panel_source(state) if self.question_panel_source else None
+                    if panel is None:  # no interview widget installed: a plain answer box
+                        question = (self.question_source(state) if self.question_source else None) \
+                            or self._question_text
+                        panel = AnswerPanel(state.current_stage, question or "", self.actions)
+                    self.answer_panel, self._answer_pause = panel, pause_key(state)
+                    self.approval = None
+                    self.approval_box.children = (panel.widget,)
                 self.status_line.value = ""  # not "working on …": the run waits for the answer
             elif self.approval is not None or self.answer_panel is not None:
                 self.approval_box.children = ()
@@ -318,9 +328,8 @@ class RunView:
         self.progress_label.value = f"{used} / {cap} loopbacks"
 
     def _show_approval(self, state: RunState) -> None:
-        if self.approval is not None and self.approval.stage == state.current_stage and \
-                not self.approval.approve_button.disabled:
-            return
+        if self.approval is not None and self.approval.pause == pause_key(state):
+            return  # this pause's panel is up (maybe clicked while the drive finished announcing it)
         produces: Sequence[str] = ()
         if self.loop is not None:
             try:
@@ -330,6 +339,7 @@ class RunView:
         verdict = next((v for v in reversed(self.verdicts) if v.stage == state.current_stage and v.passed), None)
         self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
                                       verdict, self.actions)
+        self.approval.pause = pause_key(state)
         self.approval_box.children = (self.approval.widget,)
         self.status_line.value = ""
 
