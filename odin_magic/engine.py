@@ -38,7 +38,7 @@ from .interview.runner import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
-from .store import LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
+from .store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
 from .workers.dry import DryWorker, parse_gate_script
 
@@ -129,6 +129,15 @@ def one_run_at_a_time(active: RunState) -> RunRefused:
         f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
         hint=("answer its question with `odin answer TEXT`" if active.status == "awaiting_answer"
               else "finish it with `odin run` (or `odin approve` at a pause)") + ", or give it up with `odin abandon`",
+    )
+
+
+def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:
+    """The refusal to start or continue while a damaged run may still be active."""
+    return RunRefused(
+        f"run {run_id} is damaged and may still be active: {damage.message}",
+        hint=f"give it up with `odin abandon` (its files stay), or move .odin-loop/runs/{run_id} away; "
+             "then start a new run",
     )
 
 
@@ -225,9 +234,11 @@ class Engine:
             at = _stamp(now)
             try:
                 with self.store.project_lock():
-                    active = self._find_active(tell=False)
+                    active, damaged = self._scan(tell=False)
                     if active is not None:
                         raise one_run_at_a_time(active)
+                    if damaged is not None:
+                        raise damaged_blocks(*damaged)
                     run_id = self.store.new_run_id(_local_naive(now), loop.name)
                     created = {
                         "run_id": run_id,
@@ -296,6 +307,10 @@ class Engine:
             return self._snapshot(s)
 
     def abandon(self) -> RunState:
+        with self._driving():
+            active, damaged = self._scan(tell=False)
+            if active is None and damaged is not None:
+                return self._abandon_damaged(*damaged)
         with self._driving(), self._open_active(need_worker=False) as s:
             self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
@@ -327,12 +342,13 @@ class Engine:
         self._notice_if(chosen)
         return chosen.state
 
-    def runs(self) -> list[RunState]:
-        """Every readable run of the project, newest first (an unreadable one is told as a notice)."""
+    def runs(self, damaged: list[tuple[str, RunCorrupt]] | None = None) -> list[RunState]:
+        """Every readable run of the project, newest first (an unreadable one is told as a notice, and
+        kept in ``damaged`` when given)."""
         out = []
         with self._view_lock:
             live = _copy_state(self._session.state) if self._session else None
-        for loaded in self._readable_runs():
+        for loaded in self._readable_runs(damaged):
             if live is not None and live.run_id == loaded.state.run_id:
                 out.append(live)
             else:
@@ -386,9 +402,11 @@ class Engine:
     @contextlib.contextmanager
     def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
         """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
-        active = self._find_active(tell=False)  # opening repairs the run and tells, below
+        active, damaged = self._scan(tell=False)  # opening repairs the run and tells, below
         if active is None and reopen_failed:
             active = self._latest_failed()
+        if active is None and damaged is not None:
+            raise damaged_blocks(*damaged)
         if active is None:
             raise NoActiveRun(
                 f"no active run in {self.project_dir}",
@@ -451,17 +469,45 @@ class Engine:
             self._emit("notice", s.state, text=f"the project memory could not be written: {exc}")
 
     def _find_active(self, tell: bool = True) -> RunState | None:
-        for loaded in self._readable_runs():
+        return self._scan(tell)[0]
+
+    def _scan(self, tell: bool = True) -> tuple[RunState | None, tuple[str, RunCorrupt] | None]:
+        """The active run; else a damaged run that may still be active (it blocks a new run)."""
+        damaged: list[tuple[str, RunCorrupt]] = []
+        for loaded in self._readable_runs(damaged):
             if loaded.state.active:
                 if tell:
                     self._notice_if(loaded)
-                return loaded.state
-        return None
+                return loaded.state, None
+        return None, next(((rid, exc) for rid, exc in damaged if exc.may_be_active), None)
 
-    def _readable_runs(self) -> Iterator[Loaded]:
-        """The project's runs, oldest first; an unreadable one is skipped and told (it must not hide the rest)."""
+    def blocking_damage(self) -> tuple[str, RunCorrupt] | None:
+        """A damaged run that may still be active when no readable run is: ``(run_id, damage)``."""
+        active, damaged = self._scan(tell=False)
+        return damaged if active is None else None
+
+    def _abandon_damaged(self, run_id: str, damage: RunCorrupt) -> RunState:
+        """Give up a damaged run: a mark beside it (its log is not written), so it no longer blocks."""
+        at = self._now()
+        self.store.mark_abandoned(run_id, at, self.command)
+        known = damage.last_known
+        if known is not None:
+            state = known.model_copy(update={"status": "abandoned", "ended_at": at})
+        else:
+            state = RunState(run_id=run_id, loop="(unknown)", task="(unknown)", started_at=at,
+                             current_stage="(unknown)", max_iterations=0, status="abandoned", ended_at=at,
+                             failure_reason=damage.message)
+        self._emit("abandoned", state, text=f"damaged run {run_id} abandoned (its files stay; {ABANDONED_MARK} marks it)")
+        return state
+
+    def _readable_runs(self, damaged: list[tuple[str, RunCorrupt]] | None = None) -> Iterator[Loaded]:
+        """The project's runs, oldest first; an unreadable one is skipped and told (it must not hide the
+        rest), and kept in ``damaged`` when given."""
         def unreadable(run_id: str, exc: RunCorrupt) -> None:
-            self._emit("notice", run_id, text=f"run {run_id} cannot be read and is left out: {exc}")
+            if damaged is not None:
+                damaged.append((run_id, exc))
+            if not exc.abandoned:  # an abandoned one is listed by `odin runs`, and told no more
+                self._emit("notice", run_id, text=f"run {run_id} is damaged: it cannot be read and is left out: {exc}")
 
         return self.store.iter_runs(unreadable)
 

@@ -141,10 +141,23 @@ def render_simulation(result: dict) -> str:
     ])
 
 
-def render_runs(states: list[RunState]) -> str:
-    if not states:
+def render_runs(states: list[RunState], damaged: list | None = None) -> str:
+    """The runs table; ``damaged``: ``(run_id, RunCorrupt)`` of the runs that cannot be read, listed too."""
+    damaged = list(damaged or [])
+    if not states and not damaged:
         return "no runs yet — start one with `odin run LOOP --task TEXT`"
     rows = [("", "run", "status", "stage", "loops", "task")]
+    for run_id, exc in reversed(damaged):  # newest first, as the readable runs
+        known = exc.last_known
+        blocks = exc.may_be_active
+        rows.append((
+            "!" if blocks else "",
+            run_id,
+            "damaged" + (" (abandoned)" if exc.abandoned else ""),
+            known.current_stage if known else "?",
+            f"{known.total_iterations}/{known.max_iterations}" if known else "?",
+            _cut(one_line(known.task), 50) if known else "?",
+        ))
     for s in states:
         rows.append((
             "*" if s.active else "",
@@ -160,6 +173,9 @@ def render_runs(states: list[RunState]) -> str:
     )
     if any(s.active for s in states):
         table += "\n\n* the active run (a project has at most one)"
+    if any(exc.may_be_active for _, exc in damaged):
+        table += ("\n\n! a damaged run that may still be active: it blocks a new run until you give it up "
+                  "(`odin abandon`) or move its directory away")
     return table
 
 

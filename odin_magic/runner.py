@@ -229,7 +229,8 @@ class NotebookRunner:
     def abandon(self) -> RunState:
         if self.drive.busy:
             raise RunRefused("the run is driving in the background", hint="%odin stop first, then %odin abandon")
-        self._require_active()
+        if self.engine.blocking_damage() is None:  # a damaged run that may be active can be abandoned too
+            self._require_active()
         return self.engine.abandon()
 
     def stop(self) -> bool:

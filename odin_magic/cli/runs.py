@@ -7,7 +7,7 @@ import json
 import sys
 
 from . import add_project, project_dir
-from ..engine import Engine, one_run_at_a_time, simulate
+from ..engine import Engine, damaged_blocks, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
@@ -46,6 +46,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
     if continuing:
         if active is None:
+            damaged = engine.blocking_damage()
+            if damaged is not None:
+                raise damaged_blocks(*damaged)
             raise NoActiveRun(f"no active run to continue in {engine.project_dir}",
                               hint="start one with `odin run LOOP --task TEXT`")
         if dry_flags:
@@ -100,11 +103,15 @@ def _cmd_status(args):
 
 
 def _cmd_runs(args):
-    states = engine_for(args).runs()
+    damaged: list[tuple[str, RunCorrupt]] = []
+    states = engine_for(args).runs(damaged)
     if args.json:
-        print(json.dumps([s.to_json() for s in states], indent=2, ensure_ascii=False))
+        rows = [s.to_json() for s in states] + [
+            {"run_id": run_id, "status": "damaged", "abandoned": exc.abandoned, "error": exc.message}
+            for run_id, exc in reversed(damaged)]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        print(render_runs(states))
+        print(render_runs(states, damaged))
     return 0
 
 
