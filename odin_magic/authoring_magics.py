@@ -22,6 +22,7 @@ def add_parsers(add: Callable[[str, str], Any]) -> None:
     n.add_argument("name", metavar="NAME")
     n.add_argument("--describe", metavar="TEXT", nargs="+", help="one line about the work: a configured model "
                    "proposes answers")
+    n.add_argument("--answers", metavar="FILE", help="a YAML file answering the seven questions: no form")
     n.add_argument("--force", action="store_true", help="replace an existing loop of that name")
     r = add("refine", "Muninn: aggregate past runs and propose loop edits (a panel with Apply and Reject each); "
                       "`refine apply ID` / `refine reject ID` decide one.")
@@ -44,6 +45,10 @@ def cmd_new(magics, args):
     if target.exists() and not args.force:
         raise UsageError(f"{target} already exists; %odin new never overwrites a loop",
                          hint="pick another name, or add --force")
+    if args.answers:
+        path, text = au.write_loop(project, args.name, au.load_answers(project / args.answers), force=args.force)
+        return TextBlockDisplay(f"{text.rstrip()}\n\nwrote {path.relative_to(project.resolve())}\n"
+                                f"start it: %odin run {args.name} --task \"...\"  (add --dry to try it offline)")
     proposal = None
     if args.describe:
         settings = magics.settings()
