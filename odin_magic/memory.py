@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from .confine import check_confined
 from .errors import UsageError
 from .store import LOG_NAME, read_log, write_atomic
 
@@ -70,10 +71,15 @@ class Memory:
     """The project's memory files."""
 
     def __init__(self, project_dir: Path | str):
-        self.dir = Path(project_dir) / ".odin-loop" / "memory"
+        self.project_dir = Path(project_dir)
+        self.dir = self.project_dir / ".odin-loop" / "memory"
 
     def path(self, kind: str) -> Path:
-        return self.dir / FILES[kind]
+        """The memory file of ``kind``; :class:`~odin_magic.confine.PathEscapes` when it (or its directory)
+        is a symbolic link that leads outside the project: memory is never read or written there."""
+        path = self.dir / FILES[kind]
+        check_confined(path, [self.project_dir], f"the project memory {FILES[kind]}", base=self.project_dir)
+        return path
 
     def entries(self, kind: str | None = None) -> list[Entry]:
         """Every entry, oldest first (decisions, then lessons, when ``kind`` is None)."""

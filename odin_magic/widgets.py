@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
                       VerdictsDisplay, command_line, stage_checklist)
 from .events import EngineEvent
@@ -40,7 +41,9 @@ def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequen
     for name in names:
         rel = state.artifacts.get(name, name)
         path = Path(rel) if Path(rel).is_absolute() else Path(project_dir) / rel
-        if path.is_dir():
+        if not is_confined(path, [project_dir]):
+            text = f"(not shown: {describe(path, [project_dir], project_dir)})"  # never read through a link out
+        elif path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file())[:20]
             text = "\n".join(str(p.relative_to(path)) for p in files) or "(empty directory)"
         elif path.is_file():

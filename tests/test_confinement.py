@@ -15,14 +15,18 @@ from pathlib import Path
 import pytest
 
 from fake_messages import FakeMessages
+from nbtools import write_tiny_loop
+from odin_magic import memory
 from odin_magic.config import Settings
 from odin_magic.confine import PathEscapes
 from odin_magic.engine import Engine
 from odin_magic.interview.claude import project_digest
+from odin_magic.memory import Memory
 from odin_magic.roles import persona_override_path
 from odin_magic.state import DryOptions
 from odin_magic.store import RunNotFound, RunStore
 from odin_magic.validation import validate_text
+from odin_magic.widgets import artifact_previews
 from odin_magic.workers.claude import ClaudeWorker
 
 SECRET = "TOP-SECRET-outside-the-project-7731"
@@ -263,3 +267,43 @@ def test_the_interviews_project_digest_skips_files_linked_outside(project, outsi
     (project / "leak.py").symlink_to(outside / "secret.txt")
     digest = project_digest(project)
     assert "print('inside')" in digest and SECRET not in digest and "leak.py" not in digest
+
+
+def test_project_memory_linked_outside_is_neither_read_into_a_prompt_nor_appended_to(project, outside, tmp_path,
+                                                                                    write_loop):
+    elsewhere = tmp_path / "elsewhere"
+    lesson = memory._entry("lesson", "build", "20260101-000000-x", "2026-01-01T00:00:00", SECRET)
+    Memory(elsewhere).append([lesson])
+    outside_memory = elsewhere / ".odin-loop" / "memory"
+    before = (outside_memory / "lessons.md").read_text()
+    assert SECRET in before
+    (project / ".odin-loop").mkdir()
+    (project / ".odin-loop" / "memory").symlink_to(outside_memory, target_is_directory=True)
+    write_loop("""
+        name: remembers
+        max_iterations: 2
+        stages:
+          - id: build
+            produces: [docs/out.md]
+            gate: {mode: ai, check: written}
+    """)
+    fake = FakeMessages()
+    fake.reply("built")
+    fake.verdict(passed=True, reasons=["ok"])
+    with pytest.raises(PathEscapes, match=r"\.odin-loop/memory is a symbolic link to "):
+        Engine(project, worker=worker_for(fake)).start("remembers", "write")
+    assert SECRET not in everything_sent(fake) and fake.pending == 2
+    with pytest.raises(PathEscapes):
+        Memory(project).append([memory._entry("lesson", "build", "r", "2026-01-02T00:00:00", "new")])
+    assert (outside_memory / "lessons.md").read_text() == before
+
+
+def test_the_approval_panels_preview_never_reads_through_a_link_out(project, outside):
+    write_tiny_loop(project)
+    state = Engine(project).start("tiny", "notes", dry=DryOptions())
+    assert state.status == "awaiting_approval"
+    review = project / state.artifacts["review.md"]
+    review.unlink()
+    review.symlink_to(outside / "secret.txt")
+    [(name, text)] = artifact_previews(state, project, ["review.md"])
+    assert SECRET not in text and "is a symbolic link to " + str(outside / "secret.txt") in text
