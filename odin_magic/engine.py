@@ -32,6 +32,7 @@ from . import gates, judging, memory, routing
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
+from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
 from .interview.runner import AwaitingAnswer
@@ -212,6 +213,7 @@ class Engine:
         self._drive_lock = threading.Lock()
         self._view_lock = threading.RLock()
         self._session: Session | None = None
+        self._checkpoints: Checkpoints | None = None
 
     # -- public API ---------------------------------------------------------
 
@@ -634,6 +636,7 @@ class Engine:
             self._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
 
         runner = self._interview_runner_for(s, stage)  # a deep-interview stage goes to the interview runner
+        before = self._checkpoint_before(s, stage) if perform else None
         if perform:
             self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                        data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
@@ -654,6 +657,7 @@ class Engine:
         if self._add_usage(s, stage.id, result.usage):
             return
         self._placements(s, stage)  # the stage's work may have put a link where an artifact belongs
+        ckpt = self._checkpoint_after(before) if before is not None else None
 
         def judge_job(commands) -> JudgeJob:
             return JudgeJob(
@@ -688,6 +692,7 @@ class Engine:
                 hint="the run is still running; `odin run` re-runs the stage and its gate",
             ) from None
         outcome.edit_checks = result.edit_checks
+        outcome.changes = [c.to_dict() for c in ckpt.changes] if ckpt is not None else []
         if outcome.verdict is not None:
             self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.passed else "fail",
                        data=outcome.verdict.model_dump())
@@ -700,17 +705,42 @@ class Engine:
             entry: project_relative(p.path, self.project_dir, p.is_dir)
             for entry, p in produces.items() if p.exists()
         }
-        self._record_gate(s, stage, outcome, evidence, produced, stepping, at)
+        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, ckpt)
+
+    # -- checkpoints (odin_magic/checkpoints.py) ------------------------------------
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        if self._checkpoints is None:
+            self._checkpoints = Checkpoints(self.project_dir)
+        return self._checkpoints
+
+    def _checkpoint_before(self, s: Session, stage: Stage) -> str:
+        """The checkpoint before this stage execution: a resumed execution (a crash, a worker failure,
+        an interview question) keeps the one recorded when it began."""
+        pending = s.state.checkpoint
+        if pending is not None and pending.stage == stage.id and self.checkpoints.exists(pending.before):
+            return pending.before
+        before = self.checkpoints.snapshot()
+        self._record(s, "checkpoint", save=False, stage=stage.id, set={"checkpoint": {"stage": stage.id, "before": before}})
+        return before
+
+    def _checkpoint_after(self, before: str) -> StageCheckpoint:
+        after = self.checkpoints.snapshot()
+        return StageCheckpoint(before, after, self.checkpoints.changes(before, after))
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: str, produced: dict[str, str], stepping: bool, at: str) -> None:
+                     evidence: str, produced: dict[str, str], stepping: bool, at: str,
+                     ckpt: StageCheckpoint | None = None) -> None:
         st = s.state
         passed, reason = outcome.passed, outcome.reason
         entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence
-        changes: dict[str, Any] = {"feedback": None, "status": "running"}
+        if ckpt is not None:
+            entry.update(checkpoint=ckpt.before, after=ckpt.after)
+        changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
         if produced:
             changes["artifacts"] = produced
         if st.dry is not None and isinstance(s.worker, DryWorker):
@@ -734,6 +764,9 @@ class Engine:
             route = routing.route(stage.id, reason, outcome.commands, outcome.missing, st.repeats, s.loop.max_repeats,
                                   judge_status=outcome.judge_status)
             entry["failure"] = route.failure
+            if route.failure == "blocked" and ckpt is not None:  # BLOCKED: undo the stage, then ask the human
+                undone = self.checkpoints.restore(ckpt.before)
+                route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
         self._record(s, "gate", stage=stage.id, entry=entry, set=changes, **({"concerns": concerns} if concerns else {}))

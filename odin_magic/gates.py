@@ -47,6 +47,7 @@ class GateOutcome:
     def judge_status(self) -> str | None:
         return self.verdict.status if self.verdict is not None else None
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
+    changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.checkpoints.Change)
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -62,6 +63,7 @@ class GateOutcome:
             "judged": self.verdict is not None,
             "edit_checks": self.edit_checks,
             "context": self.context,
+            "changes": self.changes,
         }
 
 

@@ -41,7 +41,7 @@ from .errors import OdinError, RunLocked
 from .loop import NAME_RE
 from .processes import reap_orphans
 from .secrets import redact, redact_text
-from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
+from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
 STATE_NAME = "state.json"
@@ -61,11 +61,11 @@ GITIGNORE_TEXT = (
 #: ``artifacts`` are merged key by key; ``dry_gates`` replaces the dry script).
 SETTABLE = (
     "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
-    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats", "checkpoint",
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
-_MODELLED = {"blocked": Blocked, "repeats": Streak}
+_MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpoint}
 
 
 _HISTORY_MARK = "\u0000history\u0000"
