@@ -28,6 +28,7 @@ def add_parsers(add: Callable[[str, str], Any]) -> None:
                       "`refine apply ID` / `refine reject ID` decide one.")
     r.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID")
     r.add_argument("--json", action="store_true", help="return the aggregates and proposals as a dict")
+    r.add_argument("--model", action="store_true", help="also ask the configured model for proposals")
     m = add("memory", "Show the project memory (decisions, lessons); `memory remove ID`, `memory clear --force`.")
     m.add_argument("words", nargs="*", metavar="[remove ID | clear]")
     m.add_argument("--force", action="store_true")
@@ -76,7 +77,12 @@ def cmd_refine(magics, args):
         return MessageDisplay(_decide(refinements, words[0], words[1]))
     if len(words) > 1:
         raise UsageError("usage: %odin refine [LOOP]  (or: apply ID, reject ID)")
-    result = refine(magics.project_dir, words[0] if words else None)
+    settings = factory = None
+    if args.model:
+        from .cli.authoring import model_for_refine
+
+        settings, factory = model_for_refine(magics.project_dir, magics.settings())
+    result = refine(magics.project_dir, words[0] if words else None, settings=settings, client_factory=factory)
     if args.json:
         return result.model_dump(mode="json")
     if not magics.use_widgets():

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 from .confine import check_confined
 from .errors import UsageError
+from .secrets import redact_text
 from .store import LOG_NAME, read_log, write_atomic
 
 MEMORY_CHARS = 3_000  # what one stage is handed, at most
@@ -60,7 +61,7 @@ class Entry:
 
 
 def _entry(kind: str, stage: str, run_id: str, at: str, text: str) -> Entry:
-    text = " ".join(text.split())
+    text = redact_text(" ".join(text.split()))  # what the log holds is redacted already: a second guard
     if len(text) > ENTRY_CHARS:
         text = text[: ENTRY_CHARS - 1] + "…"
     digest = hashlib.sha256(f"{kind}|{stage}|{run_id}|{text}".encode()).hexdigest()[:8]

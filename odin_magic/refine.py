@@ -19,7 +19,7 @@ import re
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -483,20 +483,32 @@ class Refinements:
         return max(numbers, default=0) + 1
 
     # -- proposing --
-    def propose(self, loop_name: str, stats: LoopStats, now: str, extra: list[_Rule] | None = None,
-                written_by: str = "rules") -> list[Proposal]:
-        """Save a proposal for each rule that fires (one already proposed against the same base is not repeated)."""
+    def propose(self, loop_name: str, stats: LoopStats, now: str, model: Callable[..., list[_Rule]] | None = None,
+                notices: list[str] | None = None) -> list[Proposal]:
+        """Save a proposal for each rule that fires, then for each of ``model``'s (called with the loop, its text,
+        the stats and the rule proposals' titles); one already open against the same base is not repeated."""
         text, source, loop = self.current(loop_name)
         base = sha256(text)
         pending = {(p.rule, p.proposed) for p in self.all(loop_name) if p.status == "proposed" and p.base_sha256 == base}
+        rules = rule_proposals(loop, stats)
+        if model is not None:
+            rules += model(loop, text, stats, [r.title for r in rules])
         out = []
-        for rule in [*rule_proposals(loop, stats), *(extra or [])]:
+        for rule in rules:
             try:
                 edited = text
                 for path, value in rule.edits:
                     edited = set_value(edited, path, value)
                 edited = set_value(edited, ("version",), bump_version(loop.version))
-            except EditError:
+            except (EditError, ValueError, TypeError, KeyError, IndexError) as exc:
+                if notices is not None:
+                    notices.append(f"proposal {rule.title!r} left out: its edit cannot be made ({exc})")
+                continue
+            check = validate_text(edited, f"{loop_name}.yaml (proposed)", expected_name=loop_name)
+            if not check.ok:
+                if notices is not None:
+                    notices.append(f"proposal {rule.title!r} left out: the loop would not validate "
+                                   f"({check.errors[0].field}: {check.errors[0].message})")
                 continue
             if (rule.rule, edited) in pending:
                 continue
@@ -506,7 +518,7 @@ class Refinements:
                                                 f"b/{label} (version {bump_version(loop.version)})"))
             proposal = Proposal(
                 id=f"{loop_name}-{self._next_number(loop_name)}", loop=loop_name, rule=rule.rule, title=rule.title,
-                written_by=getattr(rule, "written_by", written_by), created_at=now,
+                written_by=getattr(rule, "written_by", "rules"), created_at=now,
                 base_version=_version_text(loop.version), base_sha256=base, base_source=source,
                 evidence=rule.evidence, edits=[Edit(path=list(p), value=v) for p, v in rule.edits], diff=diff,
                 proposed=edited,
@@ -592,8 +604,10 @@ class RefineResult(BaseModel):
     notices: list[str] = Field(default_factory=list)
 
 
-def refine(project_dir: Path | str, loop: str | None = None, now: str | None = None) -> RefineResult:
-    """Aggregate the runs of ``loop`` (or of every loop that has runs) and save the rule-based proposals."""
+def refine(project_dir: Path | str, loop: str | None = None, now: str | None = None, settings=None,
+           client_factory: Callable[[], Any] | None = None) -> RefineResult:
+    """Aggregate the runs of ``loop`` (or of every loop that has runs) and save the rule-based proposals;
+    with ``settings`` (a configured model), the model may add proposals (see :mod:`odin_magic.refine_model`)."""
     project_dir = Path(project_dir)
     notices: list[str] = []
     runs = read_runs(project_dir, loop, notices)
@@ -614,7 +628,13 @@ def refine(project_dir: Path | str, loop: str | None = None, now: str | None = N
             continue
         stats = aggregate(name, of_loop, current.stage_ids())
         all_stats.append(stats)
-        new = refinements.propose(name, stats, now)
+        model = None
+        if settings is not None:
+            from .refine_model import model_rules
+
+            def model(loop_, text, stats_, titles):
+                return model_rules(loop_, text, stats_, titles, settings, client_factory, notices)
+        new = refinements.propose(name, stats, now, model=model, notices=notices)
         proposals += new
         fresh = {p.id for p in new}
         still_open += [p for p in refinements.all(name) if p.status == "proposed" and p.id not in fresh]

@@ -142,3 +142,28 @@ def test_odin_memory_shows_removes_and_clears(project, write_loop, capsys):
     assert code == 0 and Memory(project).entries() == []
     code, out, _ = capture(capsys, "memory", "--json", "--project", str(project))
     assert json.loads(out) == []
+
+
+def test_interview_answers_become_decisions_and_refine_counts_rounds(project):
+    """A real deep-interview run (the scripted interview model): its answers are decisions; refine counts its rounds."""
+    import textwrap
+
+    from test_interview_engine import LOOP as TALK, SCRIPT
+    from odin_magic.refine import refine
+    from odin_magic.workers.scripted import ScriptedModel, load_script
+
+    (project / ".odin-loop" / "loops").mkdir(parents=True)
+    (project / ".odin-loop" / "loops" / "talk.yaml").write_text(textwrap.dedent(TALK))
+    (project / "script.yaml").write_text(textwrap.dedent(SCRIPT))
+    settings = Settings(model="claude-test", script=project / "script.yaml", max_retries=0)
+    fake = ScriptedModel(load_script(project / "script.yaml"))
+    engine = Engine(project, worker=ClaudeWorker(settings, client_factory=fake.client_factory(max_retries=0)))
+    engine.start("talk", "csv review")
+    for answer in ("confirm", "CSV from two banks", "yes, the accountant needs it", "the accountant, monthly",
+                   "by bank reference"):
+        state = engine.answer(answer)
+    assert engine.approve().status == "done"
+    decisions = (project / ".odin-loop" / "memory" / "decisions.md").read_text()
+    assert "Interview: Which formats arrive? -> CSV from two banks" in decisions
+    assert f"stage interview · run {state.run_id}" in decisions
+    assert refine(project, "talk", now="t").stats[0].interview_rounds == {state.run_id: 3}

@@ -194,6 +194,8 @@ def register_refine(subparsers) -> None:
     )
     p.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID | list [LOOP]")
     p.add_argument("--json", action="store_true", help="print the aggregates and proposals as JSON")
+    p.add_argument("--model", action="store_true", help="also ask the configured model (API key, or ODIN_SCRIPT "
+                   "offline) for proposals, marked as model-written")
     add_project(p)
     p.set_defaults(handler=cmd_refine)
 
@@ -202,6 +204,17 @@ def _now() -> str:
     from datetime import datetime
 
     return datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def model_for_refine(project, settings=None):
+    """The settings and client factory for model-written refine proposals; no model configured is a ConfigError."""
+    from ..config import Settings
+    from ..errors import ConfigError
+
+    settings = settings or Settings.from_env()
+    if not au.model_configured(settings):
+        raise ConfigError("--model needs a configured model", hint="set ANTHROPIC_API_KEY, or ODIN_SCRIPT to run offline")
+    return settings, au.proposal_client_factory(settings, project)
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
@@ -236,7 +249,8 @@ def cmd_refine(args: argparse.Namespace) -> int:
         return 0
     if len(words) > 1:
         raise UsageError("usage: odin refine [LOOP]  (or: apply ID, reject ID, list [LOOP])")
-    result = refine(project, words[0] if words else None)
+    settings, factory = model_for_refine(project) if args.model else (None, None)
+    result = refine(project, words[0] if words else None, settings=settings, client_factory=factory)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
