@@ -17,6 +17,8 @@ import pytest
 from fake_messages import FakeMessages
 from nbtools import write_tiny_loop
 from odin_magic import memory
+from odin_magic.authoring import loop_path
+from odin_magic.errors import UsageError
 from odin_magic.config import Settings
 from odin_magic.confine import PathEscapes
 from odin_magic.engine import Engine
@@ -307,3 +309,9 @@ def test_the_approval_panels_preview_never_reads_through_a_link_out(project, out
     review.symlink_to(outside / "secret.txt")
     [(name, text)] = artifact_previews(state, project, ["review.md"])
     assert SECRET not in text and "is a symbolic link to " + str(outside / "secret.txt") in text
+
+
+@pytest.mark.parametrize("name", ["mine\n", "../mine", "/tmp/mine", "a/b", "..", ".x"])
+def test_odin_new_takes_a_plain_loop_name_only(project, name):
+    with pytest.raises(UsageError, match="is not a loop name"):
+        loop_path(project, name)
