@@ -15,6 +15,10 @@ from .errors import LoopInvalid, LoopNotFound, OdinError
 from .loop import Loop, is_plain_name
 from .validation import ValidationReport, validate_file
 
+#: The loop a run starts when none is named (seed 000): the notebook defaults to it, the CLI offers it.
+DEFAULT_LOOP = "spec-harness-tdd"
+
+
 def builtin_loops_dir() -> Path:
     """Where the built-in loop YAMLs are: inside the installed package, else the source checkout."""
     packaged = Path(__file__).parent / "loops"  # inside an installed wheel

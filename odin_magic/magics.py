@@ -37,10 +37,10 @@ from .display import (
 )
 from . import authoring_magics
 from .errors import OdinError
+from .catalog import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
 from .state import DryOptions
 
-DEFAULT_LOOP = "spec-harness-tdd"
 
 #: Called as ``setup(engine, magics)`` for each Engine the notebook builds, before it drives:
 #: the seam where, e.g., the deep interview installs ``engine.interview_runner`` with the

@@ -7,6 +7,8 @@ import json
 import sys
 
 from . import add_project, project_dir
+from ..catalog import DEFAULT_LOOP, LoopCatalog
+from ..catalog import DEFAULT_LOOP, LoopCatalog
 from ..engine import Engine, damaged_blocks, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, UsageError
 from ..events import EngineEvent
@@ -36,13 +38,29 @@ def exit_code(state: RunState) -> int:
     return {"failed": 1, "blocked": 3}.get(state.status, 0)
 
 
+def ask_what_to_start(engine: Engine, task: str | None) -> tuple[str, str]:
+    """In a terminal with nothing to continue: ask which loop to start (default: seed 000's) and, unless
+    given, the task."""
+    names = [e.name for e in LoopCatalog(engine.project_dir).entries() if e.valid]
+    print(f"No active run in {engine.project_dir}. Loops: {', '.join(names)}")
+    try:
+        loop = input(f"loop to start [{DEFAULT_LOOP}]: ").strip() or DEFAULT_LOOP
+        if task is None:
+            task = input("task (one line: what you are building): ")
+    except EOFError:
+        raise UsageError("nothing chosen", hint='odin run LOOP --task "..."') from None
+    return loop, task
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    engine = engine_for(args)
+    active = engine.active()
+    if args.loop is None and active is None and sys.stdin.isatty() and engine.blocking_damage() is None:
+        args.loop, args.task = ask_what_to_start(engine, args.task)
     if args.loop is None and args.task is not None:  # never continue (and approve) a run the user did not mean
         raise UsageError("--task starts a new run and needs its loop", hint='odin run LOOP --task "..."; '
                          "plain `odin run` continues the active run")
-    engine = engine_for(args)
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
-    active = engine.active()
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
     if continuing:
         if active is None:
