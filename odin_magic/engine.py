@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, judging, memory, routing
+from . import gates, judging, memory, reporting, routing
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
@@ -657,6 +657,8 @@ class Engine:
         if self._add_usage(s, stage.id, result.usage):
             return
         self._placements(s, stage)  # the stage's work may have put a link where an artifact belongs
+        if perform and (saved := reporting.save_report(stage, produces, result.report)):
+            sink(WorkerEvent("info", stage.id, f"the {agent.label} report was saved as {saved}"))
         ckpt = self._checkpoint_after(before) if before is not None else None
 
         def judge_job(commands) -> JudgeJob:

@@ -494,12 +494,7 @@ class _Checker:
         role = _role_of(stage.get("agent"))
         produces = stage.get("produces")
         if role is not None and POLICIES[role].writes == "none" and isinstance(produces, list) and produces:
-            self.error(
-                base + ("produces",),
-                f"stage {sid!r} runs as {role}, which may not write any file, yet it declares `produces`",
-                "use a role that may write its report (e.g. `agent: reviewer`: read, bash, writes only its produces), "
-                "or remove `produces`",
-            )
+            self._report_rule(base, sid, role, produces)
         interview = stage.get("interview")
         if isinstance(interview, dict):
             if schedulable:
@@ -533,6 +528,25 @@ class _Checker:
                     if problem:
                         self.error(base + (key, j), f"{entry!r} {problem}",
                                    "use a relative path inside the project, e.g. 'spec.md' or 'src/'")
+
+    def _report_rule(self, base: tuple, sid: str, role: str, produces: list) -> None:
+        """A role that may write no file (explore) reports: the engine writes its final answer to the
+        stage's one document, so it may declare one `produces`, a file."""
+        if len(produces) > 1:
+            self.error(
+                base + ("produces",),
+                f"stage {sid!r} runs as {role}, which edits nothing and reports: the engine writes its final "
+                f"report to the stage's single document, so it may declare one `produces`, not {len(produces)}",
+                "keep one document (e.g. `produces: [survey.md]`), or use a role that writes its own files "
+                "(e.g. `agent: reviewer`: writes only its produces)",
+            )
+        elif isinstance(produces[0], str) and produces[0].strip().endswith("/"):
+            self.error(
+                base + ("produces", 0),
+                f"stage {sid!r} runs as {role}, which edits nothing and reports: its one `produces` is the "
+                f"document the engine writes its report to, not a directory ({produces[0]!r})",
+                "name a file, e.g. `produces: [survey.md]`",
+            )
 
     def _reachability(self, stages: list[tuple[int, dict]], first_index: dict[str, int]) -> None:
         """Follow the run's moves (pass: the next stage; fail: on_fail or a retry) from the first stage."""

@@ -99,6 +99,7 @@ class StageJob:
 class StageResult:
     summary: str = ""
     usage: Usage = field(default_factory=Usage)
+    report: str = ""  # the worker's final answer in full: what the engine writes for a reporting (explore) stage
     edit_checks: list[dict] = field(default_factory=list)  # fast-fail checks of written files (postedit.EditCheck)
 
 

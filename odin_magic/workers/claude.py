@@ -402,7 +402,8 @@ class ClaudeWorker:
             thread.save()
         if toolbox.refusals:
             summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
-        return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks])
+        return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks],
+                           report=final_text(last) if last is not None else "")
 
     async def _converse(self, client: AsyncAnthropic, job: StageJob, system: Any, toolbox: RoleToolbox,
                         turns: _Turns) -> None:

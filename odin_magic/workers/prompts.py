@@ -140,7 +140,11 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     if stage.prompt:
         lines += ["", "Instructions:", stage.prompt.strip()]
     lines += ["", places(job), "", policy.describe()]
-    if job.produces:
+    if job.produces and policy.writes == "none":  # a reporting (explore) stage: the engine writes its report
+        lines += ["", "Your final answer is your report: the engine saves it, in full, as this stage's "
+                  "document (you have no tool that writes, and need none):"]
+        lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
+    elif job.produces:
         lines += ["", "Write these artifacts (produces):"]
         lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
     lines += ["", f"Gate: {stage.gate.check}"]
