@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .catalog import LoopCatalog
 from .errors import LoopInvalid, OdinError, UsageError
 from .loop import Loop
-from .loopedit import EditError, bump_version, set_value
+from .loopedit import EditError, bump_version, duplicate_item, set_value
 from .store import LOG_NAME, RunCorrupt, RunStore, fold, read_log, write_atomic
 from .validation import validate_text
 from .yamlsource import YamlError, load_yaml
@@ -113,11 +113,10 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
 
 
 def normalize(text: str) -> str:
-    """A failure reason or feedback reduced to what repeats: lower case, numbers and quotes and paths blurred."""
+    """A failure reason or feedback reduced to what repeats: lower case, numbers blurred, punctuation dropped."""
     t = text.lower()
-    t = re.sub(r"`[^`]*`", "`…`", t)
     t = re.sub(r"\d+(\.\d+)?", "#", t)
-    t = re.sub(r"[^\w#`…]+", " ", t)
+    t = re.sub(r"[^\w#`]+", " ", t)
     return " ".join(t.split())
 
 
@@ -385,6 +384,22 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
                              [((*path, "mode"), "ai")],
                              Evidence(runs=unchanged, numbers={"approved_unchanged": len(unchanged), "revised": 0},
                                       summary=f"users approved {stage.id} unchanged in all {len(unchanged)} runs")))
+    for i, stage in enumerate(loop.stages):
+        s = stats.stage(stage.id)
+        pair = _unrelated(s.failure_reasons) if s is not None else None
+        if pair is not None:
+            first, second = pair
+            new_id = next(f"{stage.id}-{n}" for n in range(2, 100) if f"{stage.id}-{n}" not in loop.stage_ids())
+            check = " ".join(stage.gate.check.split()).rstrip(".")
+            out.append(_Rule("split", f"split {stage.id} in two: its failures fall into unrelated groups",
+                             [(("+duplicate", "stages", i), None), (("stages", i + 1, "id"), new_id),
+                              (("stages", i, "gate", "check"), f"{check}; in particular, not: {first.text}"),
+                              (("stages", i + 1, "gate", "check"), f"{check}; in particular, not: {second.text}")],
+                             Evidence(runs=sorted(set(first.runs) | set(second.runs)),
+                                      numbers={"groups": len(s.failure_reasons), "first": first.count,
+                                               "second": second.count},
+                                      summary=f"{stage.id} failed for two unrelated reasons: "
+                                              f"{first.text} (x{first.count}) | {second.text} (x{second.count})")))
     for i, stage in enumerate(loop.stages):  # a judge passed work that a later command then failed
         for later in loop.stages[i + 1:]:
             if later.gate.on_fail != stage.id or not later.gate.commands or stage.gate.commands:
@@ -400,6 +415,24 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
                                           summary=f"the judge passed {stage.id}, then {later.id}'s commands failed "
                                                   f"and looped back to it in {len(runs)} runs")))
     return out
+
+
+_STOP = {"the", "a", "an", "and", "or", "of", "to", "in", "is", "are", "not", "no", "it", "its", "for", "with", "on"}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in normalize(text).split() if len(w) > 2 and w not in _STOP and w != "#"}
+
+
+def _unrelated(groups: list[Group]) -> tuple[Group, Group] | None:
+    """The two biggest failure groups (each seen at least twice) when they share almost no words."""
+    big = [g for g in groups if g.count >= 2][:2]
+    if len(big) < 2:
+        return None
+    a, b = _words(big[0].text), _words(big[1].text)
+    if not a or not b or len(a & b) / len(a | b) >= 0.2:
+        return None
+    return big[0], big[1]
 
 
 def _upstream(loop: Loop, index: int) -> str:
@@ -498,7 +531,10 @@ class Refinements:
             try:
                 edited = text
                 for path, value in rule.edits:
-                    edited = set_value(edited, path, value)
+                    if path[0] == "+duplicate":
+                        edited = duplicate_item(edited, path[1:])
+                    else:
+                        edited = set_value(edited, path, value)
                 edited = set_value(edited, ("version",), bump_version(loop.version))
             except (EditError, ValueError, TypeError, KeyError, IndexError) as exc:
                 if notices is not None:

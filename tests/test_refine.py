@@ -295,3 +295,30 @@ def test_model_written_proposals_through_a_structured_call(project):
     assert request.headers["x-odin-purpose"] == "refine" and "max_consecutive_failures" in request.text
     assert "raise max_iterations from 3 to 5" in request.text  # the rule proposals it should not repeat
     assert "[model-written]" in render_result(result)
+
+
+def test_a_stage_failing_for_unrelated_reasons_is_proposed_split(project, write_loop):
+    from fake_messages import FakeMessages
+    from test_memory import LOOP, worker
+
+    write_loop(LOOP.format(extra="max_iterations: 6").replace("max_iterations: 4\n", ""))
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "docs/out.md", "content": "out"}).reply("built")
+    for reason in ["the table of error codes is missing", "spelling mistakes in the introduction"] * 2:
+        fake.verdict(passed=False, reasons=[reason], blocking=[reason])
+        fake.reply("tried again")
+    fake.verdict(passed=True, reasons=["ok"])
+    fake.tool("write", {"file_path": "docs/review.md", "content": "fine"}).reply("reviewed")
+    fake.verdict(passed=True, reasons=["ok"])
+    engine = Engine(project, worker=worker(fake))
+    assert engine.start("mem", "docs").status == "awaiting_approval"
+    assert engine.approve().status == "done"
+    stats = refine(project, "mem", now="t").stats[0]
+    assert [g.count for g in stats.stage("build").failure_reasons] == [2, 2]
+    (p,) = [p for p in Refinements(project).all("mem") if p.rule == "split"]
+    loop = yaml.safe_load(p.proposed)
+    assert [s["id"] for s in loop["stages"]] == ["build", "build-2", "review"]
+    assert "not: the table of error codes is missing" in loop["stages"][0]["gate"]["check"]
+    assert "not: spelling mistakes in the introduction" in loop["stages"][1]["gate"]["check"]
+    _, path = Refinements(project).apply(p.id, "t2")
+    assert LoopCatalog(project).load("mem").stage_ids() == ["build", "build-2", "review"]
