@@ -29,6 +29,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -246,15 +247,35 @@ class GuardedCommand:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.proc.wait(timeout=timeout)
+        """Wait for the command; then kill what it left running in its group, and return its exit code.
 
-    def kill(self) -> None:
-        """Kill the whole group (the command and everything it started) and forget the record."""
+        Where the OS has pidfds the guard is left a zombie until its group is
+        killed, so that its id cannot be taken by another process meanwhile."""
+        try:
+            fd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            code = self.proc.wait(timeout=timeout)
+            self._kill_group()
+            return code
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
+        finally:
+            os.close(fd)
+        self._kill_group()
+        return self.proc.wait()
+
+    def _kill_group(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        self.proc.wait()
+
+    def kill(self) -> None:
+        """Kill the whole group (the command and everything it started), unless it has ended, and forget the record."""
+        if self.proc.returncode is None:
+            self._kill_group()
+            self.proc.wait()
         self.forget()
 
     def forget(self) -> None:
@@ -304,16 +325,15 @@ def shell_guard() -> int:
     try:
         os.setsid()
         pgid = os.getpid()
-        record = None
         if run_dir and os.path.isdir(run_dir):
-            record = record_group(Path(run_dir), pgid, "bash", "the bash tool's shell", driver=driver or None)
+            record_group(Path(run_dir), pgid, "bash", "the bash tool's shell", driver=driver or None)
     except OSError:  # the shell must work even so: carry on as a plain shell
         os.execv("/bin/bash", ["/bin/bash", "--noprofile", "--norc"])
 
     def end_group(*_: Any) -> None:
-        if record is not None:
-            record.forget()
-        os.killpg(pgid, signal.SIGKILL)  # this guard included
+        # this guard included. The record stays: the SDK may SIGKILL the guard at any moment once the
+        # shell's stdin is closed, so the worker (after closing the shell) or the next driver removes it.
+        os.killpg(pgid, signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, end_group)
     signal.signal(signal.SIGHUP, end_group)

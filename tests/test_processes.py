@@ -227,3 +227,19 @@ def test_killing_the_driver_kills_the_bash_tools_shell_and_all_it_runs(project: 
     driver.communicate()
     assert group_ends_within(pgid, 1.0) == []
     assert not (project / "runs.txt").exists()
+
+
+def test_what_a_gate_command_leaves_running_ends_with_it(project: Path, write_loop):
+    from odin_magic.engine import Engine
+    from odin_magic.state import DryOptions
+
+    write_loop(yaml.safe_dump({
+        "name": "daemon", "max_iterations": 1,
+        "stages": [{"id": "build", "produces": ["out.md"], "gate": {
+            "mode": "ai", "check": "passes",
+            "run": ['sleep 60 & cut -d" " -f5 /proc/$$/stat > "$ODIN_PROJECT_DIR/pgid.txt"']}}],
+    }))
+    state = Engine(project).start("daemon", "t", dry=DryOptions(run_commands=True))
+    assert state.status == "done"
+    pgid = int((project / "pgid.txt").read_text())
+    assert members(pgid) == []  # the background `sleep 60` went with its command
