@@ -17,6 +17,7 @@ step; the run stays ``running`` and resumable.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import tempfile
 import threading
@@ -28,7 +29,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, judging, memory, reporting, routing
+from . import gates, judging, memory, reporting, routing, scope
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
@@ -679,8 +680,9 @@ class Engine:
 
         run_commands = st.dry is None or st.dry.run_commands
         judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
+        out_of_scope = self._enforce_scope(stage, ckpt, run_dir) if ckpt is not None else None
         try:
-            outcome = gates.evaluate(
+            outcome = out_of_scope or gates.evaluate(
                 stage, produces, judge_job, judge, sink,
                 env=gates.command_env(self.project_dir, run_dir, st.run_id, stage.id),
                 cwd=self.project_dir, run_commands=run_commands, on_command=on_command, find_context=find_context,
@@ -695,6 +697,7 @@ class Engine:
             ) from None
         outcome.edit_checks = result.edit_checks
         outcome.changes = [c.to_dict() for c in ckpt.changes] if ckpt is not None else []
+        outcome.risky = scope.risky(s.loop, ckpt.changes) if ckpt is not None else []
         if outcome.verdict is not None:
             self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.passed else "fail",
                        data=outcome.verdict.model_dump())
@@ -731,12 +734,22 @@ class Engine:
         after = self.checkpoints.snapshot()
         return StageCheckpoint(before, after, self.checkpoints.changes(before, after))
 
+    def _enforce_scope(self, stage: Stage, ckpt: StageCheckpoint, run_dir: Path) -> gates.GateOutcome | None:
+        """Revert what the stage changed outside its scope (odin_magic/scope.py); the failed gate, or None."""
+        rule = scope.rule_for(stage, self.project_dir, run_dir)
+        bad = scope.violations(rule, ckpt.changes)
+        if not bad:
+            return None
+        self.checkpoints.restore(ckpt.before, paths=[c.path for c in bad])
+        return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
+
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
                      evidence: str, produced: dict[str, str], stepping: bool, at: str,
                      ckpt: StageCheckpoint | None = None) -> None:
         st = s.state
         passed, reason = outcome.passed, outcome.reason
-        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
+        pauses = stage.gate.pauses or bool(outcome.risky)  # a risky change needs a human's sign-off
+        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence
@@ -752,7 +765,7 @@ class Engine:
                 changes["no_progress"] = 0
             if routing.streak_after_pass(st.repeats, stage.id):
                 changes["repeats"] = None
-            if stage.gate.pauses:
+            if pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:
                 changes["current_stage"] = stage.id
@@ -880,12 +893,24 @@ class Engine:
 
     def _announce_pause(self, s: Session) -> None:
         stage = s.state.current_stage
+        risky = self._risky_at_pause(s)
         concerns = s.state.concerns[-judging.CONCERNS_SHOWN:]
         carried = ("\n  concerns carried forward: " + "; ".join(f"{c.stage}: {c.text}" for c in concerns)) if concerns else ""
         self._emit("paused", s.state, stage=stage, text=(
             f"✅ {stage} gate passed; awaiting approval: "
-            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback" + carried),
+            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback" + carried
+            + (f"\n  sign-off needed: it changed {', '.join(risky)} (the loop's risk globs)" if risky else "")),
             data={"concerns": [c.model_dump() for c in concerns]})
+
+    def _risky_at_pause(self, s: Session) -> list[str]:
+        """The risky paths the paused stage changed (from its last evidence file), for the pause text."""
+        last = s.state.history[-1] if s.state.history else None
+        if last is None or last.evidence is None or not s.loop.risk:
+            return []
+        try:
+            return list(json.loads((s.handle.run_dir / last.evidence).read_text(encoding="utf-8")).get("risky") or [])
+        except (OSError, ValueError):
+            return []
 
     def _emit(self, kind: str, run: RunState | str, stage: str | None = None, text: str = "",
               data: dict[str, Any] | None = None) -> None:

@@ -48,6 +48,8 @@ class GateOutcome:
         return self.verdict.status if self.verdict is not None else None
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
     changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.checkpoints.Change)
+    reverted: list[str] = field(default_factory=list)  # changes outside the stage's scope, undone (odin_magic.scope)
+    risky: list[str] = field(default_factory=list)  # changes matching the loop's risk globs
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -64,6 +66,8 @@ class GateOutcome:
             "edit_checks": self.edit_checks,
             "context": self.context,
             "changes": self.changes,
+            "reverted": self.reverted,
+            "risky": self.risky,
         }
 
 

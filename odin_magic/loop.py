@@ -199,6 +199,11 @@ class Stage(_Strict):
         description="inline | fresh | explore | planner | executor | critic | reviewer | {role, fresh}.",
     )
     interview: Interview | None = Field(default=None, description="Run this stage as a deep interview.")
+    scope: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        description="Globs of project paths this stage may change besides its produces (for a stage that may "
+        "write anywhere, this narrows 'anywhere'); other changes are reverted and fail the gate.",
+    )
     gate: Gate = Field(description="How the stage's work is judged before the run advances.")
 
     @property
@@ -238,6 +243,11 @@ class Loop(_Strict):
         "this many times in a row, instead of looping on.",
     )
     budget: Budget | None = Field(default=None, description="Token and/or USD limits for one run.")
+    risk: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Globs of project paths (e.g. 'migrations/**', '.github/**', 'pyproject.toml'): a stage that "
+        "changes a matching path pauses for human sign-off, even when its gate is ai.",
+    )
     post_edit: list[Union[Annotated[str, Field(min_length=1)], GateCommand]] = Field(
         default_factory=list,
         description="Fast-fail commands run after every file a worker writes or edits, in the project "

@@ -464,6 +464,60 @@ class _Checker:
         for i, stage in stages:
             self._stage_rules(i, stage, first_index, schedulable)
         self._reachability(stages, first_index)
+        self._glob_rules(("risk",), data.get("risk"))
+        if schedulable:
+            self._risk_rules(stages)
+
+    def _glob_rules(self, path: tuple, globs: Any) -> None:
+        """``risk`` and ``scope`` globs are project-relative, like artifact paths."""
+        if not isinstance(globs, list):
+            return
+        for j, glob in enumerate(globs):
+            problem = _path_problem(glob) if isinstance(glob, str) else None
+            if problem:
+                self.error(path + (j,), f"glob {glob!r} {problem.replace('artifact paths', 'globs')}",
+                           "use a project-relative glob, e.g. 'migrations/**' or 'pyproject.toml'")
+
+    def _produces_in_scope(self, base: tuple, stage: dict) -> None:
+        """``scope`` narrows what a stage may change: its project-tree ``produces`` must lie inside it."""
+        from .scope import matches, may_overlap
+
+        globs, produces = stage.get("scope"), stage.get("produces")
+        if not isinstance(globs, list) or not isinstance(produces, list):
+            return
+        globs = [g for g in globs if isinstance(g, str)]
+        for j, entry in enumerate(produces):
+            if not isinstance(entry, str) or _path_problem(entry):
+                continue
+            parts = entry.strip("/").split("/")
+            if len(parts) == 1 and not entry.endswith("/") or parts[0] == "harness":
+                continue  # kept in the run dir: not a change to the project
+            inside = any(may_overlap(g, entry) for g in globs) if entry.endswith("/") else matches(globs, entry)
+            if not inside:
+                self.error(base + ("produces", j), f"{entry!r} is outside the stage's scope {globs}",
+                           "add a glob for it to `scope:` (e.g. '" + (entry + "**" if entry.endswith("/") else entry) + "')")
+
+    def _risk_rules(self, stages: list[tuple[int, dict]]) -> None:
+        """A schedulable loop never pauses: stages that could change a ``risk`` path would pause for sign-off."""
+        risk = self.data.get("risk")
+        if not isinstance(risk, list) or not risk or not all(isinstance(r, str) for r in risk):
+            return
+        from .scope import could_touch_risk
+
+        loop = Loop.model_construct(risk=risk)
+        touching = []
+        for _, stage in stages:
+            try:
+                model = Stage.model_validate(stage)
+            except ValidationError:
+                continue
+            hits = could_touch_risk(model, loop)
+            if hits:
+                touching.append(f"{model.id} (could change {', '.join(hits)})")
+        if touching:
+            self.error(("risk",), "stage(s) " + "; ".join(touching) + " would pause for sign-off on a risky change; "
+                       "a schedulable loop never pauses",
+                       "narrow those stages with `scope:` so they cannot reach the risk globs, or drop --schedulable")
 
     def _stage_rules(self, i: int, stage: dict, ids: dict[str, int], schedulable: bool) -> None:
         base = ("stages", i)
@@ -518,6 +572,8 @@ class _Checker:
                         f"add '{INTERVIEW_LOG}' to its `produces` (its gate reads the convergence recorded there)",
                         at="value" if "produces" in stage else "key",
                     )
+        self._glob_rules(base + ("scope",), stage.get("scope"))
+        self._produces_in_scope(base, stage)
         for key in ("consumes", "produces"):
             entries = stage.get(key)
             if not isinstance(entries, list):
