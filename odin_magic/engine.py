@@ -468,7 +468,7 @@ class Engine:
             return
         try:
             memory.record_run(self.project_dir, s.handle.run_dir, s.loop)
-        except (OSError, PathEscapes) as exc:  # memory is a help, never a reason for a run to fail
+        except (OSError, OdinError, ValueError) as exc:  # memory is a help, never a reason for a run to fail
             self._emit("notice", s.state, text=f"the project memory could not be written: {exc}")
 
     def _find_active(self, tell: bool = True) -> RunState | None:

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .catalog import LoopCatalog
+from .confine import check_confined
 from .errors import LoopInvalid, OdinError, UsageError
 from .loop import Loop
 from .loopedit import EditError, bump_version, duplicate_item, set_value
@@ -466,9 +467,11 @@ class Refinements:
 
     # -- files --
     def path(self, proposal_id: str) -> Path:
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*-[0-9]+$", proposal_id or ""):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*-[0-9]+", proposal_id or ""):
             raise UsageError(f"{proposal_id!r} is not a proposal id", hint="ids look like bugfix-3; `odin refine list` shows them")
-        return self.dir / f"{proposal_id}.yaml"
+        path = self.dir / f"{proposal_id}.yaml"
+        check_confined(path, [self.project_dir], f"refinement proposal {proposal_id}", base=self.project_dir)
+        return path
 
     def all(self, loop: str | None = None) -> list[Proposal]:
         out = []
@@ -583,9 +586,12 @@ class Refinements:
             raise LoopInvalid(f"proposal {proposal_id} does not make a valid loop:\n{details}", report=report,
                               hint="fix the proposal's `proposed` text, or reject it")
         target = self.catalog.project_loops_dir / f"{proposal.loop}.yaml"
-        self.history_dir.mkdir(parents=True, exist_ok=True)
         old_version = proposal.base_version or "1"
-        write_atomic(self.history_dir / f"{proposal.loop}.v{old_version}.yaml", text)
+        history = self.history_dir / f"{proposal.loop}.v{old_version}.yaml"
+        for path, what in ((target, f"loop {proposal.loop}"), (history, "the loop's history")):
+            check_confined(path, [self.project_dir], what, base=self.project_dir)
+        self.history_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(history, text)
         write_atomic(target, proposal.proposed)
         proposal.status, proposal.applied_at = "applied", now
         proposal.applied_version = _version_text(report.loop.version)

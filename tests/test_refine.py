@@ -322,3 +322,13 @@ def test_a_stage_failing_for_unrelated_reasons_is_proposed_split(project, write_
     assert "not: spelling mistakes in the introduction" in loop["stages"][1]["gate"]["check"]
     _, path = Refinements(project).apply(p.id, "t2")
     assert LoopCatalog(project).load("mem").stage_ids() == ["build", "build-2", "review"]
+
+
+def test_a_refinements_dir_linked_out_of_the_project_is_refused(project, tmp_path):
+    record_runs(project)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".odin-loop" / "refinements").symlink_to(outside)
+    with pytest.raises(OdinError, match="refused"):
+        refine(project, "doc", now="t")
+    assert list(outside.iterdir()) == []
