@@ -103,3 +103,25 @@ def test_output_the_stream_cannot_encode_falls_back_to_ascii_symbols(project, pa
     text = out_file.read_bytes().decode("cp1252")
     assert "[ok]" in text or "[wait]" in text
     assert "UnicodeEncodeError" not in text
+
+
+def test_the_notebook_can_abandon_a_damaged_active_run(project, paused):
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+
+    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "odin_magic")
+    magics = shell.magics_manager.registry["OdinMagics"]
+    (paused / "events.jsonl").unlink()
+    try:
+        shell.run_line_magic("odin", f"config project={project}")
+        with pytest.raises(UsageError, match="damaged and may still be active"):
+            shell.run_line_magic("odin", 'run demo --task "another" --dry')
+        shown = shell.run_line_magic("odin", "abandon")
+        assert paused.name in repr(shown)
+        assert (paused / "abandoned.json").is_file()
+    finally:
+        runner = magics.runner()
+        runner.stop()
+        runner.wait(30)
+        magics.project = ""
