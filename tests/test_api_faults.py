@@ -135,11 +135,17 @@ def test_a_malformed_stream_is_a_worker_error_without_a_retry(project: Path, cap
     no_noise(capfd)
 
 
-def test_a_judge_reply_that_is_not_json_is_a_worker_error(project: Path, capfd):
+@pytest.mark.parametrize("content_type, content", [
+    ("application/json", b"{not json"),
+    ("application/json", b"{}"),
+    ("application/json", b"[]"),
+    ("text/html", b"<html>a proxy's error page</html>"),
+])
+def test_a_judge_reply_that_is_not_a_message_is_a_worker_error(project: Path, capfd, content_type, content):
     job = judge_job(loop_from(LOOP), "spec", project)
     job.artifacts["spec.md"].write_text("# Spec\n")
-    fake = FakeMessages().raw(lambda body: httpx2.Response(200, headers={"content-type": "application/json"},
-                                                           content=b"{not json"))
+    fake = FakeMessages().raw(lambda body: httpx2.Response(200, headers={"content-type": content_type},
+                                                           content=content))
     with pytest.raises(WorkerError, match="malformed reply"):
         worker_for(fake).judge(job, Events())
     no_noise(capfd)
