@@ -17,6 +17,7 @@ import ipywidgets as w
 
 from . import authoring as au
 from .charts import loop_diagram, png_bytes
+from .display import PASSED, html_mark
 from .errors import OdinError
 
 _ROLE_CHOICES = ["inline", "fresh", "explore", "planner", "executor", "critic", "reviewer"]
@@ -219,7 +220,7 @@ class NewLoopForm(w.VBox):
             self.message.value = f"<span style='color:#b00'>{html.escape(exc.message)}</span>" + (
                 f"<br>hint: {html.escape(exc.hint)}" if exc.hint else "")
             return None
-        self.message.value = (f"✅ wrote {html.escape(str(self.written))}. Start it: "
+        self.message.value = (f"{html_mark(PASSED)} wrote {html.escape(str(self.written))}. Start it: "
                               f"<code>%odin run {html.escape(self.name)} --task \"...\"</code> "
                               f"(add <code>--dry</code> to try it offline)")
         self.preview.value = f"<pre>{html.escape(text)}</pre>"

@@ -17,7 +17,7 @@ from typing import Callable, Protocol, Sequence
 
 from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
-                      VerdictsDisplay, command_line, stage_checklist)
+                      VerdictsDisplay, command_line, html_mark, stage_checklist)
 from .events import EngineEvent
 from .report import BLOCKED as BLOCKED_MARK, format_event
 from .loop import Loop
@@ -95,7 +95,7 @@ class ApprovalPanel:
             lines = verdict.detail_lines() or ["- the gate's checks passed"]
             why = "<b>Why the gate passed</b><ul>" + "".join(
                 f"<li>{html.escape(line[2:])}</li>" for line in lines) + "</ul>"
-        items = [w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> passed its gate "
+        items = [w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> passed its gate "
                         "and waits for your approval</h4>" + why)]
         if previews:
             acc = w.Accordion(children=[w.HTML(f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>"
@@ -152,7 +152,7 @@ class AnswerPanel:
         self.send_button.on_click(self._send)
         self.buttons = [self.send_button]
         self.widget = w.VBox([
-            w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> asks</h4>"
+            w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> asks</h4>"
                    f"<pre style='white-space:pre-wrap'>{html.escape(question or '(see %odin status)')}</pre>"),
             self.answer_box, self.send_button, self.message,
         ], layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
@@ -252,7 +252,7 @@ class RunView:
         rows = []
         for sid in self._stage_ids():
             mark = self._marks.get(sid, NOT_STARTED)
-            rows.append(f"<span style='margin-right:12px'>{mark} <code>{html.escape(sid)}</code></span>")
+            rows.append(f"<span style='margin-right:12px'>{html_mark(mark)} <code>{html.escape(sid)}</code></span>")
         self.checklist.value = "<div>" + "".join(rows) + "</div>"
 
     def _render_title(self) -> None:
@@ -406,7 +406,7 @@ class RunView:
                     self._marks[stage] = BLOCKED_MARK
                 self.status_line.value = f"<b>run blocked</b>: {html.escape(event.text)}"
             elif kind == "done":
-                self.status_line.value = "<b>run done</b> ✅"
+                self.status_line.value = f"<b>{html.escape(event.text or 'run done')}</b> {html_mark(PASSED)}"
             elif kind == "usage":
                 total = event.data.get("total")
                 if isinstance(total, dict):

@@ -143,6 +143,10 @@ def drive_the_browser(base: str, work: Path) -> None:
             # the panel of the next pause (plan) appears: the run continued in the background
             expect(page.locator(".odin-approval")).to_contain_text("plan", timeout=90_000)
             expect(page.get_by_text("the run is busy")).to_have_count(0)  # the click was never refused
+            # the marks are characters of common fonts (this chromium has no emoji font): ‖ for the pause
+            shown = page.locator(".odin-approval").inner_text() + page.locator(".odin-run-view").last.inner_text()
+            assert "‖" in shown and "✓" in shown
+            assert not set(shown) & set("✅🔄⏸⬜❌⛔"), "an emoji mark in the browser"
             state = read_state(work)
             assert state["interview"]["rounds"] == 3 and state["interview"]["ambiguity"] <= 0.15
             assert (work / ".odin-loop" / "runs" / state["run_id"] / "spec.md").is_file()  # beside the notebook

@@ -302,7 +302,7 @@ def test_status_display_renders_html_and_text(ip, project):
     loop = runner.engine.loop_for(state.run_id)
     shown = StatusDisplay(state, loop)
     html = shown._repr_html_()
-    assert "&lt;b&gt;bold" in html and "<table" in html and "⏸" in html
+    assert "&lt;b&gt;bold" in html and "<table" in html and ">‖</span>" in html and "⏸" not in html
     assert "<" not in repr(shown).replace("<b>bold</b>", "")
     assert [r.mark for r in stage_checklist(state, loop)] == ["✅", "⏸", "⬜"]
     assert "%odin run LOOP" in repr(RunsDisplay([])) and "%odin run LOOP" in RunsDisplay([])._repr_html_()
