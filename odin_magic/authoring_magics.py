@@ -56,9 +56,9 @@ def cmd_new(magics, args):
         if au.model_configured(settings):
             proposal = au.propose_answers(" ".join(args.describe), settings, au.proposal_client_factory(settings, project))
     if not magics.use_widgets():
-        from .cli.authoring import TerminalInterview
+        from .cli.authoring import TerminalInterview, input_line
 
-        path, text = TerminalInterview(input, print).run(project, args.name, proposal, args.force)
+        path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
         return TextBlockDisplay(f"{text.rstrip()}\n\nwrote {path}\nstart it: %odin run {args.name} --task \"...\"")
     from .authoring_widget import NewLoopForm
 

@@ -57,6 +57,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
     print(text.rstrip())
     print(f"\nwrote {path}")
+    from ..catalog import builtin_loops_dir
+
+    if (builtin_loops_dir() / f"{args.name}.yaml").is_file():
+        print(f"note: this project loop overrides the built-in loop {args.name!r}")
     print(f'start it: odin run {args.name} --task "what you are building"   (or --dry to try it offline)')
     return 0
 
