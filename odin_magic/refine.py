@@ -639,7 +639,26 @@ _BlockDumper.add_representer(str, _str_presenter)
 # -- one refine pass ---------------------------------------------------------------------------
 
 
+class Effect(BaseModel):
+    """An applied proposal, judged by the runs of the version it replaced and of the version it made."""
+
+    proposal: str
+    title: str
+    before_version: str | None
+    after_version: str | None
+    before: VersionStats | None
+    after: VersionStats | None
+
+
+def effects(proposals: list[Proposal], stats: LoopStats) -> list[Effect]:
+    by_version = {v.version: v for v in stats.versions}
+    return [Effect(proposal=p.id, title=p.title, before_version=p.base_version, after_version=p.applied_version,
+                   before=by_version.get(p.base_version), after=by_version.get(p.applied_version))
+            for p in proposals if p.status == "applied"]
+
+
 class RefineResult(BaseModel):
+    effects: list[Effect] = Field(default_factory=list)  # applied proposals: pass rate before and after
     stats: list[LoopStats]
     proposals: list[Proposal]  # new in this pass
     still_open: list[Proposal] = Field(default_factory=list)  # proposed earlier, not yet applied or rejected
@@ -659,7 +678,7 @@ def refine(project_dir: Path | str, loop: str | None = None, now: str | None = N
                         hint="run the loop first (`odin run LOOP --task ...`, or --dry to try it)")
     now = now or datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     refinements = Refinements(project_dir)
-    all_stats, proposals, still_open = [], [], []
+    all_stats, proposals, still_open, all_effects = [], [], [], []
     for name in dict.fromkeys(r.loop for r in runs):
         of_loop = [r for r in runs if r.loop == name]
         try:
@@ -679,5 +698,7 @@ def refine(project_dir: Path | str, loop: str | None = None, now: str | None = N
         new = refinements.propose(name, stats, now, model=model, notices=notices)
         proposals += new
         fresh = {p.id for p in new}
+        all_effects += effects(refinements.all(name), stats)
         still_open += [p for p in refinements.all(name) if p.status == "proposed" and p.id not in fresh]
-    return RefineResult(stats=all_stats, proposals=proposals, still_open=still_open, notices=notices)
+    return RefineResult(stats=all_stats, proposals=proposals, still_open=still_open, notices=notices,
+                        effects=all_effects)

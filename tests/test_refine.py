@@ -127,8 +127,13 @@ def test_apply_bumps_the_version_keeps_history_and_refuses_a_stale_proposal(proj
     assert LoopCatalog(project).load("doc").max_iterations == 3  # nothing of the refused one landed
     # runs record the loop version they ran: a later refine compares versions
     Engine(project).start("doc", "fourth", dry=DryOptions(approve_all=True))
-    stats = refine(project, "doc", now="t4").stats[0]
+    result = refine(project, "doc", now="t4")
+    stats = result.stats[0]
     assert [(v.version, v.runs) for v in stats.versions] == [("1", 3), ("2", 1)]
+    (effect,) = result.effects  # the applied proposal, judged before and after
+    assert (effect.proposal, effect.before.runs, effect.after.runs) == (applied.id, 3, 1)
+    assert (effect.before.first_try_pass_rate, effect.after.first_try_pass_rate) == (0.75, 1.0)  # all stages
+    assert f"applied {applied.id}" in render_result(result) and "-> v2: 1 run(s), 1 done" in render_result(result)
     assert [r.version for r in read_runs(project, "doc")] == ["1", "1", "1", "2"]
 
 
