@@ -14,8 +14,8 @@ from typing import Any, Iterable, Sequence
 
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .report import (AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, render_runs, render_simulation, render_status, stage_marks,
-                     threshold_standing)
+from .report import (AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, render_runs, render_simulation,
+                     render_status, stage_marks, threshold_standing)
 from .state import RunState
 
 FAILED_MARK = "❌"
@@ -109,10 +109,6 @@ def _join(*parts: str) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _money(value: float) -> str:
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
-
-
 # -- status ----------------------------------------------------------------------------------
 
 
@@ -141,7 +137,7 @@ class StatusDisplay(_Display):
         ]
         total = s.usage.total
         if total.total_tokens:
-            facts.append(("usage", f"{total.total_tokens:,} tokens, {_money(total.cost_usd)}"))
+            facts.append(("usage", f"{total.total_tokens:,} tokens, {cost_text(total)}"))
         if s.interview:
             iv = s.interview
             scored = f"after round {iv.rounds}" if iv.rounds else "no round scored yet"  # the next one is asked
@@ -282,7 +278,7 @@ class RunsDisplay(_Display):
     def _cells(self, s: RunState) -> list[str]:
         total = s.usage.total
         return [s.run_id, s.loop, s.status, s.current_stage, f"{s.total_iterations}/{s.max_iterations}",
-                f"{total.total_tokens:,}", _money(total.cost_usd), _short(s.task, 60)]
+                f"{total.total_tokens:,}", cost_text(total, short=True), _short(s.task, 60)]
 
     def text(self) -> str:
         if not self.states:

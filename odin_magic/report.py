@@ -14,7 +14,7 @@ from typing import Literal
 from .events import EngineEvent
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .state import InterviewSummary, RunState
+from .state import InterviewSummary, RunState, Usage
 
 PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
@@ -73,6 +73,24 @@ def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below
     return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
 
 
+def money(value: float) -> str:
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def cost_text(usage: Usage, short: bool = False) -> str:
+    """The cost of ``usage``: money spent, or, for what the offline scripted model answered, an estimate
+    of what it would have cost on Claude (``≈ $0.25 if run on Claude; nothing spent``)."""
+    offline = usage.offline_usd
+    spent = max(usage.cost_usd - offline, 0.0)
+    if offline <= 0:
+        return money(usage.cost_usd)
+    estimate = f"≈ ${offline:.2f}" if offline >= 0.01 else "≈ <$0.01"
+    if spent < 5e-7:
+        return f"{estimate} offline" if short else f"{estimate} if run on Claude; nothing spent"
+    return f"{money(spent)} + {estimate} offline" if short else \
+        f"{money(spent)} spent, plus {estimate} if the offline part had run on Claude"
+
+
 def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
                   question: str | None = None) -> str:
     """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``)."""
@@ -96,7 +114,7 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
         lines.append(f"to do    {state.blocked.fix}")
     total = state.usage.total
     if total.total_tokens or total.cost_usd:
-        lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
+        lines.append(f"usage    {total.total_tokens} tokens, {cost_text(total)}")
     if state.interview is not None:
         iv = state.interview
         against = {

@@ -35,6 +35,9 @@ class Usage(_State):
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     cost_usd: float = 0.0
+    # the part of cost_usd that calls answered by the offline scripted model would have cost on Claude:
+    # an estimate, never spent (see report.cost_text)
+    offline_usd: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -52,6 +55,7 @@ class Usage(_State):
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            offline_usd=round(self.offline_usd + other.offline_usd, 6),
         )
 
 

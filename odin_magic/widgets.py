@@ -19,7 +19,7 @@ from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
                       VerdictsDisplay, command_line, html_mark, stage_checklist)
 from .events import EngineEvent
-from .report import BLOCKED as BLOCKED_MARK, format_event
+from .report import BLOCKED as BLOCKED_MARK, cost_text, format_event
 from .loop import Loop
 from .state import RunState, Usage
 
@@ -322,7 +322,7 @@ class RunView:
             self._refresh_display()
 
     def _show_usage(self, total: Usage) -> None:
-        self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
+        self.usage.value = f"tokens {total.total_tokens:,}, cost {cost_text(total)}"
 
     def _set_iterations(self, used: int, cap: int) -> None:
         self.progress.max = max(cap, 1)

@@ -256,10 +256,16 @@ class InterviewSession:
                                  run_dir=str(self.path.parent))
 
     def _call(self, fn: Callable[..., Reply], *args):
+        return self._call_reply(fn, *args).value
+
+    def _call_reply(self, fn: Callable[..., Reply], *args) -> Reply:
+        """A model call: its usage counted, its notes told."""
         reply = fn(*args)
         with self._lock:
             self._usage = self._usage + reply.usage
-        return reply.value
+        for note in reply.notes:
+            self._emit("notice", note, {})
+        return reply
 
     def _parallel(self, *calls: tuple) -> list:
         """Run independent model calls concurrently; results in call order."""
@@ -439,7 +445,9 @@ class InterviewSession:
             challenge_probe=ch.probe if ch and ch.probe else None,
             challenge_answer=ch.answer if ch and ch.probe else None,
         )
-        return self._call(self.model.score_round, self._brief(record.number), exchange)
+        reply = self._call_reply(self.model.score_round, self._brief(record.number), exchange)
+        record.notes.extend(reply.notes)
+        return reply.value
 
     def _auto_answer(self, record: RoundRecord) -> None:
         st = self.state
