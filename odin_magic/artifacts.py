@@ -108,7 +108,8 @@ def confine(places: dict[str, Placement], project_dir: Path, run_dir: Path, stag
     followed, for a path that does not exist yet too) leaves the project and the run dir."""
     where = f" of stage {stage_id!r}" if stage_id else ""
     for entry, p in places.items():
-        check_confined(p.path, (project_dir, run_dir), f"artifact {entry!r}{where}", base=project_dir)
+        check_confined(p.path, (project_dir, run_dir), f"artifact {entry!r}{where}", base=project_dir,
+                       then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
 def project_relative(path: Path, project_dir: Path, is_dir: bool = False) -> str:

@@ -83,10 +83,12 @@ def _show(path: Path | str, base: Path | str | None) -> str:
     return str(path)
 
 
-def check_confined(path: Path | str, roots: Iterable[Path | str], what: str, base: Path | str | None = None) -> Path:
+def check_confined(path: Path | str, roots: Iterable[Path | str], what: str, base: Path | str | None = None,
+                   then: str | None = None) -> Path:
     """``path``'s real path, or :class:`PathEscapes` naming the link that leads out of ``roots`` and its target.
 
-    ``what`` says what the path is for (e.g. "artifact 'src/' of stage 'build'").
+    ``what`` says what the path is for (e.g. "artifact 'src/' of stage 'build'"); ``then`` what to do after
+    replacing the link (e.g. "`odin run` continues the run").
     """
     roots = list(roots)
     resolved = real(path)
@@ -95,5 +97,5 @@ def check_confined(path: Path | str, roots: Iterable[Path | str], what: str, bas
     raise PathEscapes(
         f"{what}: refused, {describe(path, roots, base)}",
         hint="odin never reads or writes outside the project through a link; "
-        "replace the link with a real directory or file inside the project",
+        "replace the link with a real directory or file inside the project" + (f", then {then}" if then else ""),
     )
