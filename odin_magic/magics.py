@@ -83,7 +83,8 @@ def _parser() -> MagicArgumentParser:
     r.add_argument("--approve-all", action="store_true", help="dry run: approve every human gate as it comes")
     r.add_argument("--stage-delay", type=float, default=0.0, metavar="S", help="dry run: seconds each stage takes")
     waiting(r)
-    s = add("step", "Run one stage and its gate, without advancing.")
+    s = add("step", "Run one stage and its gate, without advancing (refused at a pause; on a failed latest run "
+                    "it reopens the run).")
     s.add_argument("stage")
     waiting(s)
     st = add("status", "Show the active (or a given) run: checklist, iterations, usage.")

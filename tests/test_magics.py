@@ -431,3 +431,17 @@ def test_a_busy_drive_refuses_a_second_call_before_its_view_is_shown(tmp_path):
     assert runner.wait(10).ok
     runner._submit("approve", lambda: "approved", ready=lambda: shown.append("view"))
     assert runner.wait(10).result == "approved" and shown == ["view"]
+
+
+def test_step_reopens_a_failed_run_and_is_refused_at_a_pause(ip, project):
+    from nbtools import TINY_LOOP
+
+    (project / ".odin-loop" / "loops" / "fails.yaml").write_text(  # six alike failures fail it, not block it
+        TINY_LOOP.replace("name: tiny", "name: fails").replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 9"))
+    odin(ip, f"run fails --task t --dry --approve-all --gates {','.join(['write:fail'] * 6)} --wait")
+    assert state_json(project)["status"] == "failed"
+    odin(ip, "step review --wait")  # the latest run failed: the step reopens it
+    state = state_json(project)
+    assert state["status"] == "awaiting_approval" and state["current_stage"] == "review"
+    with pytest.raises(UsageError, match="waits for your approval of stage review"):
+        odin(ip, "step finish")

@@ -168,7 +168,8 @@ def register(sub) -> None:
     add_project(p)
     p.set_defaults(handler=_cmd_revise, drives_a_run=True)
 
-    p = sub.add_parser("step", help="run one stage and its gate without advancing")
+    p = sub.add_parser("step", help="run one stage and its gate without advancing (refused at a pause; "
+                       "on a failed latest run it reopens the run)")
     p.add_argument("stage", metavar="STAGE")
     add_project(p)
     p.set_defaults(handler=_cmd_step, drives_a_run=True)
