@@ -146,6 +146,14 @@ def test_killing_the_driver_kills_the_gate_command_and_a_resume_runs_it_once(slo
     assert (slowgate / "runs.txt").read_text().split() == ["start", "start", "end"]
 
 
+def test_terminating_the_driver_kills_the_gate_command_too(slowgate: Path):
+    driver, pgid = start(slowgate)
+    driver.send_signal(signal.SIGTERM)
+    driver.communicate()
+    assert group_ends_within(pgid, 1.0) == []
+    assert (slowgate / "runs.txt").read_text().split() == ["start"]
+
+
 def test_a_resume_kills_a_group_that_escaped_its_guard_before_running_again(slowgate: Path):
     driver, pgid = start(slowgate)
     os.kill(pgid, signal.SIGSTOP)  # the guard cannot act on its driver's death ...
@@ -243,3 +251,30 @@ def test_what_a_gate_command_leaves_running_ends_with_it(project: Path, write_lo
     assert state.status == "done"
     pgid = int((project / "pgid.txt").read_text())
     assert members(pgid) == []  # the background `sleep 60` went with its command
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_takes_its_runs_gate_command_along(slowgate: Path, tmp_path: Path, monkeypatch):
+    from nbtools import Kernel
+
+    script = tmp_path / "slowgate.script.yaml"  # the offline scripted model writes out.md, then the gate runs
+    script.write_text(yaml.safe_dump({"stages": {"build": [
+        {"tools": [{"bash": {"command": 'echo notes > "$ODIN_RUN_DIR/out.md"'}}]}, {"text": "done"}]}}))
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ODIN_SCRIPT", str(script))
+    kernel = Kernel(slowgate)
+    try:
+        kernel.execute("%load_ext odin_magic")
+        kernel.execute("%odin run slowgate --task t")  # the drive runs in a background thread of the kernel
+        fd = os.open(slowgate / "ready.fifo", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([fd], [], [], 120)[0], "the gate command never started"
+            pgid = int(os.read(fd, 100))
+        finally:
+            os.close(fd)
+        assert members(pgid)
+    finally:
+        os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # as a crash or an impatient restart does
+        kernel.kc.stop_channels()
+    assert group_ends_within(pgid, 1.0) == []
