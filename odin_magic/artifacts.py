@@ -12,15 +12,19 @@ The rule (seed 000, "Where things live"), deterministic and documented in
 
 An entry ending in ``/`` names a directory; it exists when it is a non-empty
 directory. Any other entry exists when it is a file (or a non-empty directory).
-Absolute paths and ``..`` are refused: a loop never writes outside the project.
+Absolute paths, ``..`` and control characters are refused, and so is an entry
+whose real path leaves the project and the run dir through a symbolic link
+(:func:`confine`): a loop never reads or writes outside the project.
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .confine import check_confined
 from .errors import OdinError
 
 RUN_SCOPED_TOP = "harness"
@@ -28,6 +32,14 @@ RUN_SCOPED_TOP = "harness"
 
 class ArtifactPathInvalid(OdinError):
     """A produces/consumes entry that would escape the project."""
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` as ``U+XXXX`` (NUL, newline, tab, DEL, ...), or None."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return f"U+{ord(ch):04X}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,12 @@ class Placement:
 def _parts(entry: str, stage_id: str | None = None) -> tuple[str, ...]:
     text = entry.strip().replace("\\", "/")
     where = f" (stage {stage_id!r})" if stage_id else ""
+    bad = control_character(entry)
+    if bad:
+        raise ArtifactPathInvalid(
+            f"artifact {entry!r}{where} contains a control character ({bad})",
+            hint="artifact paths are plain relative paths: no NUL, newline, tab or other control characters",
+        )
     pure = PurePosixPath(text)
     if not text or text in ("/", ".") or pure.is_absolute() or ".." in pure.parts:
         raise ArtifactPathInvalid(
@@ -83,6 +101,15 @@ def artifact_exists(path: Path, is_dir: bool) -> bool:
 
 def placements(entries: list[str], project_dir: Path, run_dir: Path, stage_id: str | None = None) -> dict[str, Placement]:
     return {e: place(e, project_dir, run_dir, stage_id) for e in entries}
+
+
+def confine(places: dict[str, Placement], project_dir: Path, run_dir: Path, stage_id: str | None = None) -> None:
+    """Refuse (:class:`~odin_magic.confine.PathEscapes`) any placement whose real path (symbolic links
+    followed, for a path that does not exist yet too) leaves the project and the run dir."""
+    where = f" of stage {stage_id!r}" if stage_id else ""
+    for entry, p in places.items():
+        check_confined(p.path, (project_dir, run_dir), f"artifact {entry!r}{where}", base=project_dir,
+                       then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
 def project_relative(path: Path, project_dir: Path, is_dir: bool = False) -> str:

@@ -23,12 +23,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OdinError, UsageError
-from .loop import DEFAULT_CHALLENGES, AgentName, GateMode, StageId
+from .loop import DEFAULT_CHALLENGES, AgentName, GateMode, StageId, is_plain_name
 from .store import write_atomic
 from .validation import Diagnostic, ValidationReport, validate_text
 from .yamlsource import YamlDocument, YamlError, load_yaml
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 INTERVIEW_STAGE = "interview"
 
 
@@ -381,7 +380,7 @@ def question_of(diagnostic: Diagnostic) -> Question:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name or len(name) > 64:
+    if not is_plain_name(name) or len(name) > 64:  # fullmatch: not even a trailing newline
         raise UsageError(f"{name!r} is not a loop name",
                          hint="a loop name is letters, digits, '-', '_' or '.', e.g. doc-review")
     return name

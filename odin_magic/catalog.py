@@ -8,15 +8,15 @@ a built-in's name overrides it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import LoopInvalid, LoopNotFound, OdinError
-from .loop import Loop
+from .loop import Loop, is_plain_name
 from .validation import ValidationReport, validate_file
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: The loop a run starts when none is named (seed 000): the notebook defaults to it, the CLI offers it.
+DEFAULT_LOOP = "spec-harness-tdd"
 
 
 def builtin_loops_dir() -> Path:
@@ -61,7 +61,7 @@ class LoopCatalog:
 
     def resolve(self, name: str) -> Path:
         """The file a loop name stands for: the project's loop first, then the built-in."""
-        if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        if not is_plain_name(name):
             raise LoopNotFound(
                 f"{name!r} is not a loop name",
                 hint="a loop name is a file stem such as 'spec-harness-tdd'; `odin list` shows them",

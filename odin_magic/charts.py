@@ -18,6 +18,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
 
 from .loop import Loop
+from .report import cost_text
 from .state import RunState
 
 _MODE_COLOURS = {"ai": "#cfe8ff", "ai+human": "#ffe3b3", "human": "#ffe3b3"}
@@ -123,13 +124,14 @@ def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure
     ax2.set_ylabel("tokens", fontsize=8)
     if any(cost):  # no cost line (and axis) for a free model: a flat line at 0 on a -0.04..0.04 axis says nothing
         ax2b = ax2.twinx()
-        ax2b.plot(list(x), cost, "o-", color="#2a2", label="cost (USD)")
-        ax2b.set_ylabel("USD", fontsize=8)
+        offline = state.usage.total.offline_usd > 0
+        ax2b.plot(list(x), cost, "o-", color="#2a2", label="≈ cost if run on Claude (USD)" if offline else "cost (USD)")
+        ax2b.set_ylabel("≈ USD if run on Claude (nothing spent)" if offline else "USD", fontsize=8)
         ax2b.set_ylim(0, max(cost) * 1.15)
         ax2b.tick_params(axis="y", labelsize=7)
     if not any(tokens):
         ax2.set_ylim(0, 1)
-    ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost ${state.usage.total.cost_usd:.4f}", fontsize=9)
+    ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost {cost_text(state.usage.total)}", fontsize=9)
     _stage_axis(ax2, ids)
     fig.tight_layout()
     return fig

@@ -211,6 +211,8 @@ def _load_prices(raw: str) -> dict[str, Any]:
 
 
 def usage_with_cost(settings: Settings, model: str, usage: Usage) -> Usage:
-    """``usage`` with its estimated cost filled in from the price table."""
-    return usage.model_copy(update={"cost_usd": settings.cost(model, usage)})
+    """``usage`` with its estimated cost filled in from the price table; with ``settings.script`` (the
+    offline scripted model answered) that cost is also ``offline_usd``: what it would cost on Claude."""
+    cost = settings.cost(model, usage)
+    return usage.model_copy(update={"cost_usd": cost, "offline_usd": cost if settings.script is not None else 0.0})
 

@@ -15,12 +15,31 @@ from typing import Any, Iterable, Sequence
 
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .report import (AWAITING, LOOPED, NOT_STARTED, PASSED, render_runs, render_simulation, render_status, stage_marks,
-                     threshold_standing)
+from .report import (AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, render_runs, render_simulation,
+                     render_status, stage_marks, threshold_standing)
 from .state import RunState
 
 FAILED_MARK = "❌"
-__all__ = ["PASSED", "LOOPED", "AWAITING", "NOT_STARTED", "FAILED_MARK"]
+__all__ = ["PASSED", "LOOPED", "AWAITING", "NOT_STARTED", "FAILED_MARK", "html_mark"]
+
+#: The marks in HTML views: characters that common fonts have (DejaVu Sans, Liberation, Arial), in colour.
+#: The terminal's ✅ 🔄 ⏸ ⬜ ❌ ⛔ need an emoji font, which a browser may lack (Debian's chromium shows
+#: empty boxes). (character, colour, what it means)
+HTML_MARKS = {
+    PASSED: ("✓", "#1a7f37", "passed"),
+    LOOPED: ("↻", "#b35c00", "looped back / working"),
+    AWAITING: ("‖", "#9a6700", "waiting for you"),
+    NOT_STARTED: ("○", "#888", "not started"),
+    FAILED_MARK: ("✗", "#cf222e", "failed"),
+    BLOCKED: ("■", "#cf222e", "blocked"),
+}
+
+
+def html_mark(mark: str) -> str:
+    """A stage or verdict mark for HTML: a common-font character in colour, its meaning as the tooltip."""
+    char, colour, meaning = HTML_MARKS.get(mark, (mark, "inherit", ""))
+    return (f"<span class='odin-mark' title='{meaning}' style='color:{colour};font-weight:bold'>"
+            f"{html.escape(char)}</span>")
 
 _STYLE = (
     "<style>.odin-t{border-collapse:collapse;font-size:90%}"
@@ -91,10 +110,6 @@ def _join(*parts: str) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _money(value: float) -> str:
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
-
-
 # -- status ----------------------------------------------------------------------------------
 
 
@@ -125,7 +140,7 @@ class StatusDisplay(_Display):
         ]
         total = s.usage.total
         if total.total_tokens:
-            facts.append(("usage", f"{total.total_tokens:,} tokens, {_money(total.cost_usd)}"))
+            facts.append(("usage", f"{total.total_tokens:,} tokens, {cost_text(total)}"))
         if s.interview:
             iv = s.interview
             scored = f"after round {iv.rounds}" if iv.rounds else "no round scored yet"  # the next one is asked
@@ -146,7 +161,7 @@ class StatusDisplay(_Display):
     def html(self) -> str:
         facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in self._facts())
         checklist = "".join(
-            f"<li>{row.mark} <code>{_e(row.stage)}</code>"
+            f"<li>{html_mark(row.mark)} <code>{_e(row.stage)}</code>"
             + (f" <span class='odin-muted'>{_e(row.note)}</span>" if row.note else "")
             + "</li>"
             for row in self.rows
@@ -269,7 +284,7 @@ class RunsDisplay(_Display):
     def _cells(self, s: RunState) -> list[str]:
         total = s.usage.total
         return [s.run_id, s.loop, s.status, s.current_stage, f"{s.total_iterations}/{s.max_iterations}",
-                f"{total.total_tokens:,}", _money(total.cost_usd), _short(s.task, 60)]
+                f"{total.total_tokens:,}", cost_text(total, short=True), _short(s.task, 60)]
 
     def text(self) -> str:
         if not self.states:
@@ -340,7 +355,13 @@ class VerdictRecord:
         return cls.from_event_data(str(evidence.get("stage")), bool(evidence.get("passed")), data)
 
     def title(self) -> str:
-        return f"{PASSED if self.passed else FAILED_MARK} {self.stage}: gate {'passed' if self.passed else 'failed'}"
+        return f"{PASSED if self.passed else FAILED_MARK} {self._outcome()}"
+
+    def html_title(self) -> str:
+        return f"{html_mark(PASSED if self.passed else FAILED_MARK)} {_e(self._outcome())}"
+
+    def _outcome(self) -> str:
+        return f"{self.stage}: gate {'passed' if self.passed else 'failed'}"
 
     def detail_lines(self) -> list[str]:
         lines = [f"- {r}" for r in self.reasons]
@@ -371,7 +392,7 @@ class VerdictsDisplay(_Display):
         items = []
         for v in self.verdicts:
             body = "".join(f"<li>{_e(line[2:])}</li>" for line in v.detail_lines())
-            items.append(f"<details><summary>{_e(v.title())}</summary><ul>{body}</ul></details>")
+            items.append(f"<details><summary>{v.html_title()}</summary><ul>{body}</ul></details>")
         return "".join(items)
 
 

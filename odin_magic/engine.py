@@ -17,6 +17,7 @@ step; the run stays ``running`` and resumable.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import tempfile
 import threading
@@ -28,16 +29,18 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import completion, gates, judging, mutation, routing, runreport
-from .artifacts import placements, project_relative
+from . import completion, gates, judging, memory, mutation, reporting, routing, runreport, scope
+from .artifacts import Placement, confine, placements, project_relative
+from .confine import PathEscapes
 from .catalog import LoopCatalog
+from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
 from .interview.runner import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
-from .store import LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
+from .store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
 from .workers.dry import DryWorker, parse_gate_script
 
@@ -131,6 +134,15 @@ def one_run_at_a_time(active: RunState) -> RunRefused:
     )
 
 
+def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:
+    """The refusal to start or continue while a damaged run may still be active."""
+    return RunRefused(
+        f"run {run_id} is damaged and may still be active: {damage.message}",
+        hint=f"give it up with `odin abandon` (its files stay), or move .odin-loop/runs/{run_id} away; "
+             "then start a new run",
+    )
+
+
 def require_stage(loop: Loop, stage_id: str) -> None:
     """Raise :class:`UsageError` when ``loop`` has no stage ``stage_id``."""
     ids = loop.stage_ids()
@@ -205,6 +217,7 @@ class Engine:
         self._drive_lock = threading.Lock()
         self._view_lock = threading.RLock()
         self._session: Session | None = None
+        self._checkpoints: Checkpoints | None = None
 
     # -- public API ---------------------------------------------------------
 
@@ -227,9 +240,11 @@ class Engine:
             at = _stamp(now)
             try:
                 with self.store.project_lock():
-                    active = self._find_active(tell=False)
+                    active, damaged = self._scan(tell=False)
                     if active is not None:
                         raise one_run_at_a_time(active)
+                    if damaged is not None:
+                        raise damaged_blocks(*damaged)
                     run_id = self.store.new_run_id(_local_naive(now), loop.name)
                     created = {
                         "run_id": run_id,
@@ -298,6 +313,10 @@ class Engine:
             return self._snapshot(s)
 
     def abandon(self) -> RunState:
+        with self._driving():
+            active, damaged = self._scan(tell=False)
+            if active is None and damaged is not None:
+                return self._abandon_damaged(*damaged)
         with self._driving(), self._open_active(need_worker=False) as s:
             self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
@@ -329,12 +348,13 @@ class Engine:
         self._notice_if(chosen)
         return chosen.state
 
-    def runs(self) -> list[RunState]:
-        """Every readable run of the project, newest first (an unreadable one is told as a notice)."""
+    def runs(self, damaged: list[tuple[str, RunCorrupt]] | None = None) -> list[RunState]:
+        """Every readable run of the project, newest first (an unreadable one is told as a notice, and
+        kept in ``damaged`` when given)."""
         out = []
         with self._view_lock:
             live = _copy_state(self._session.state) if self._session else None
-        for loaded in self._readable_runs():
+        for loaded in self._readable_runs(damaged):
             if live is not None and live.run_id == loaded.state.run_id:
                 out.append(live)
             else:
@@ -388,9 +408,11 @@ class Engine:
     @contextlib.contextmanager
     def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
         """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
-        active = self._find_active(tell=False)  # opening repairs the run and tells, below
+        active, damaged = self._scan(tell=False)  # opening repairs the run and tells, below
         if active is None and reopen_failed:
             active = self._latest_failed()
+        if active is None and damaged is not None:
+            raise damaged_blocks(*damaged)
         if active is None:
             raise NoActiveRun(
                 f"no active run in {self.project_dir}",
@@ -441,8 +463,18 @@ class Engine:
             with self._view_lock:
                 self._session = None
             session.handle.close()
+            self._remember(session)
             if self.reports and session.state is not None and session.state.status in runreport.END_STATUSES:
                 self._write_report(session)
+
+    def _remember(self, s: Session) -> None:
+        """A run that ended (not a dry one) leaves its decisions and lessons in the project's memory."""
+        if s.state is None or s.state.dry is not None or s.state.status not in ("done", "failed", "abandoned"):
+            return
+        try:
+            memory.record_run(self.project_dir, s.handle.run_dir, s.loop)
+        except (OSError, OdinError, ValueError) as exc:  # memory is a help, never a reason for a run to fail
+            self._emit("notice", s.state, text=f"the project memory could not be written: {exc}")
 
     def _write_report(self, s: Session) -> None:
         """The run's report (see runreport); a failure to write it is told, never fatal to the run."""
@@ -455,17 +487,45 @@ class Engine:
                    data={"path": str(path)})
 
     def _find_active(self, tell: bool = True) -> RunState | None:
-        for loaded in self._readable_runs():
+        return self._scan(tell)[0]
+
+    def _scan(self, tell: bool = True) -> tuple[RunState | None, tuple[str, RunCorrupt] | None]:
+        """The active run; else a damaged run that may still be active (it blocks a new run)."""
+        damaged: list[tuple[str, RunCorrupt]] = []
+        for loaded in self._readable_runs(damaged):
             if loaded.state.active:
                 if tell:
                     self._notice_if(loaded)
-                return loaded.state
-        return None
+                return loaded.state, None
+        return None, next(((rid, exc) for rid, exc in damaged if exc.may_be_active), None)
 
-    def _readable_runs(self) -> Iterator[Loaded]:
-        """The project's runs, oldest first; an unreadable one is skipped and told (it must not hide the rest)."""
+    def blocking_damage(self) -> tuple[str, RunCorrupt] | None:
+        """A damaged run that may still be active when no readable run is: ``(run_id, damage)``."""
+        active, damaged = self._scan(tell=False)
+        return damaged if active is None else None
+
+    def _abandon_damaged(self, run_id: str, damage: RunCorrupt) -> RunState:
+        """Give up a damaged run: a mark beside it (its log is not written), so it no longer blocks."""
+        at = self._now()
+        self.store.mark_abandoned(run_id, at, self.command)
+        known = damage.last_known
+        if known is not None:
+            state = known.model_copy(update={"status": "abandoned", "ended_at": at})
+        else:
+            state = RunState(run_id=run_id, loop="(unknown)", task="(unknown)", started_at=at,
+                             current_stage="(unknown)", max_iterations=0, status="abandoned", ended_at=at,
+                             failure_reason=damage.message)
+        self._emit("abandoned", state, text=f"damaged run {run_id} abandoned (its files stay; {ABANDONED_MARK} marks it)")
+        return state
+
+    def _readable_runs(self, damaged: list[tuple[str, RunCorrupt]] | None = None) -> Iterator[Loaded]:
+        """The project's runs, oldest first; an unreadable one is skipped and told (it must not hide the
+        rest), and kept in ``damaged`` when given."""
         def unreadable(run_id: str, exc: RunCorrupt) -> None:
-            self._emit("notice", run_id, text=f"run {run_id} cannot be read and is left out: {exc}")
+            if damaged is not None:
+                damaged.append((run_id, exc))
+            if not exc.abandoned:  # an abandoned one is listed by `odin runs`, and told no more
+                self._emit("notice", run_id, text=f"run {run_id} is damaged: it cannot be read and is left out: {exc}")
 
         return self.store.iter_runs(unreadable)
 
@@ -573,13 +633,25 @@ class Engine:
         self._emit("awaiting_answer", s.state, stage=stage.id,
                    text=f"{stage.id} waits for your answer: `odin answer TEXT` (`odin question` shows it again)")
 
+    def _placements(self, s: Session, stage: Stage) -> tuple[dict[str, Placement], dict[str, Placement]]:
+        """Where the stage's produces and consumes live; refused (a clear error naming the link, the run
+        stays resumable) when one's real path leaves the project and the run dir through a symbolic link."""
+        run_dir = s.handle.run_dir
+        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
+        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        try:
+            confine({**consumes, **produces}, self.project_dir, run_dir, stage.id)
+        except PathEscapes as exc:
+            self._emit("stopped", s.state, stage=stage.id, text=exc.message)
+            raise
+        return produces, consumes
+
     def _run_stage(self, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
         """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it."""
         st = s.state
         run_dir = s.handle.run_dir
         agent = stage.resolved_agent
-        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
-        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        produces, consumes = self._placements(s, stage)
         for p in produces.values():
             (p.path if p.is_dir else p.path.parent).mkdir(parents=True, exist_ok=True)
         last_failure = st.history[-1].reason if st.history and st.history[-1].result == "fail" else None
@@ -588,12 +660,14 @@ class Engine:
             run_dir=run_dir, agent=agent, consumes={k: v.path for k, v in consumes.items()},
             produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
             last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
+            memory=memory.relevant(self.project_dir, stage, s.loop),
         )
 
         def sink(ev: WorkerEvent) -> None:
             self._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
 
         runner = self._interview_runner_for(s, stage)  # a deep-interview stage goes to the interview runner
+        before = self._checkpoint_before(s, stage) if perform else None
         if perform:
             self._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                        data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
@@ -613,12 +687,17 @@ class Engine:
             ) from None
         if self._add_usage(s, stage.id, result.usage):
             return
+        self._placements(s, stage)  # the stage's work may have put a link where an artifact belongs
+        if perform and (saved := reporting.save_report(stage, produces, result.report)):
+            sink(WorkerEvent("info", stage.id, f"the {agent.label} report was saved as {saved}"))
+        ckpt = self._checkpoint_after(before) if before is not None else None
 
         def judge_job(commands) -> JudgeJob:
             return JudgeJob(
                 loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=self.project_dir,
                 run_dir=run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
                 concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
+                memory=job.memory,
             )
 
         def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:
@@ -631,9 +710,10 @@ class Engine:
 
         run_commands = st.dry is None or st.dry.run_commands
         judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
+        out_of_scope = self._enforce_scope(stage, ckpt, run_dir) if ckpt is not None else None
         env = gates.command_env(self.project_dir, run_dir, st.run_id, stage.id)
         try:
-            outcome = gates.evaluate(
+            outcome = out_of_scope or gates.evaluate(
                 stage, produces, judge_job, judge, sink,
                 env=env, cwd=self.project_dir, run_commands=run_commands, on_command=on_command,
                 find_context=find_context,
@@ -647,13 +727,15 @@ class Engine:
                 hint="the run is still running; `odin run` re-runs the stage and its gate",
             ) from None
         outcome.edit_checks = result.edit_checks
+        outcome.changes = [c.to_dict() for c in ckpt.changes] if ckpt is not None else []
+        outcome.risky = scope.risky(s.loop, ckpt.changes) if ckpt is not None else []
         if outcome.verdict is not None:
             self._emit("gate_verdict", st, stage=stage.id, text="pass" if outcome.passed else "fail",
                        data=outcome.verdict.model_dump())
         if self._add_usage(s, stage.id, outcome.judge_usage):
             return
         if outcome.passed and run_commands and stage.gate.mutate and stage.gate.commands:
-            self._prove_gate(s, stage, outcome, consumes, produces, env)
+            self._prove_gate(s, stage, outcome, self._mutation_targets(s, consumes, produces, ckpt), env)
         done_check = None
         if outcome.passed and not stepping and s.loop.next_stage_id(stage.id) is None:
             done_check = self._check_done(s, stage, run_commands, judge_job, sink, env)
@@ -668,16 +750,24 @@ class Engine:
             for entry, p in produces.items() if p.exists()
         }
         not_done = done_check is not None and not done_check.passed
-        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, hold=not_done)
+        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, ckpt, hold=not_done)
         if not_done:
             self._record_not_done(s, stage, done_check, evidence, at)
 
-    def _prove_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome, consumes, produces,
+    def _mutation_targets(self, s: Session, consumes, produces, ckpt: StageCheckpoint | None) -> list[str]:
+        """What mutants may touch: the Python files the run has changed so far (from its first checkpoint to
+        this stage's), else, without checkpoints, those under the stage's project-tree artifacts."""
+        first = next((e.checkpoint for e in s.state.history if e.checkpoint), None) or (ckpt.before if ckpt else None)
+        if ckpt is None or first is None:
+            return mutation.targets(self.project_dir, [*consumes.values(), *produces.values()])
+        return [c.path for c in self.checkpoints.changes(first, ckpt.after)
+                if c.kind != "deleted" and c.path.endswith(".py") and not mutation.is_test_file(c.path)]
+
+    def _prove_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome, files: list[str],
                     env: dict[str, str]) -> None:
         """The discrimination sensor: the gate's commands must fail on mutants of the code (see mutation)."""
         self._emit("worker", s.state, stage=stage.id, text="mutation: checking that the gate's commands can fail",
                    data={"kind": "info"})
-        files = mutation.targets(self.project_dir, [*consumes.values(), *produces.values()])
         report = mutation.run_mutants(
             self.project_dir, files, stage.gate.commands, env, gates.run_command,
             baseline_s=sum(c.duration_s for c in outcome.commands), min_kill_ratio=s.loop.min_kill_ratio)
@@ -722,17 +812,52 @@ class Engine:
         failure = gates.GateOutcome(False, "before done: " + (report.reason() or "not verified"))
         self._record_gate(s, code, failure, evidence, {}, False, at)
 
+    # -- checkpoints (odin_magic/checkpoints.py) ------------------------------------
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        if self._checkpoints is None:
+            self._checkpoints = Checkpoints(self.project_dir)
+        return self._checkpoints
+
+    def _checkpoint_before(self, s: Session, stage: Stage) -> str:
+        """The checkpoint before this stage execution: a resumed execution (a crash, a worker failure,
+        an interview question) keeps the one recorded when it began."""
+        pending = s.state.checkpoint
+        if pending is not None and pending.stage == stage.id and self.checkpoints.exists(pending.before):
+            return pending.before
+        before = self.checkpoints.snapshot()
+        self._record(s, "checkpoint", save=False, stage=stage.id, set={"checkpoint": {"stage": stage.id, "before": before}})
+        return before
+
+    def _checkpoint_after(self, before: str) -> StageCheckpoint:
+        after = self.checkpoints.snapshot()
+        return StageCheckpoint(before, after, self.checkpoints.changes(before, after))
+
+    def _enforce_scope(self, stage: Stage, ckpt: StageCheckpoint, run_dir: Path) -> gates.GateOutcome | None:
+        """Revert what the stage changed outside its scope (odin_magic/scope.py); the failed gate, or None."""
+        rule = scope.rule_for(stage, self.project_dir, run_dir)
+        bad = scope.violations(rule, ckpt.changes)
+        if not bad:
+            return None
+        self.checkpoints.restore(ckpt.before, paths=[c.path for c in bad])
+        return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
+
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: str, produced: dict[str, str], stepping: bool, at: str, hold: bool = False) -> None:
+                     evidence: str, produced: dict[str, str], stepping: bool, at: str,
+                     ckpt: StageCheckpoint | None = None, hold: bool = False) -> None:
         """Record a gate outcome and where it sends the run; ``hold``: a pass that neither pauses nor
         ends the run (the checks before done failed, and the next record says where it goes)."""
         st = s.state
         passed, reason = outcome.passed, outcome.reason
-        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if stage.gate.pauses else "ai", at)
+        pauses = stage.gate.pauses or bool(outcome.risky)  # a risky change needs a human's sign-off
+        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence
-        changes: dict[str, Any] = {"feedback": None, "status": "running"}
+        if ckpt is not None:
+            entry.update(checkpoint=ckpt.before, after=ckpt.after)
+        changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
         if produced:
             changes["artifacts"] = produced
         if st.dry is not None and isinstance(s.worker, DryWorker):
@@ -744,7 +869,7 @@ class Engine:
                 changes["repeats"] = None
             if hold:  # the next record says where the run goes
                 changes["current_stage"] = stage.id
-            elif stage.gate.pauses:
+            elif pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:
                 changes["current_stage"] = stage.id
@@ -758,6 +883,9 @@ class Engine:
             route = routing.route(stage.id, reason, outcome.commands, outcome.missing, st.repeats, s.loop.max_repeats,
                                   judge_status=outcome.judge_status)
             entry["failure"] = route.failure
+            if route.failure == "blocked" and ckpt is not None:  # BLOCKED: undo the stage, then ask the human
+                undone = self.checkpoints.restore(ckpt.before)
+                route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
         self._record(s, "gate", stage=stage.id, entry=entry, set=changes, **({"concerns": concerns} if concerns else {}))
@@ -869,12 +997,24 @@ class Engine:
 
     def _announce_pause(self, s: Session) -> None:
         stage = s.state.current_stage
+        risky = self._risky_at_pause(s)
         concerns = s.state.concerns[-judging.CONCERNS_SHOWN:]
         carried = ("\n  concerns carried forward: " + "; ".join(f"{c.stage}: {c.text}" for c in concerns)) if concerns else ""
         self._emit("paused", s.state, stage=stage, text=(
             f"✅ {stage} gate passed; awaiting approval: "
-            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback" + carried),
+            "`odin approve` (or `odin run`) to advance, `odin revise TEXT` to re-run it with feedback" + carried
+            + (f"\n  sign-off needed: it changed {', '.join(risky)} (the loop's risk globs)" if risky else "")),
             data={"concerns": [c.model_dump() for c in concerns]})
+
+    def _risky_at_pause(self, s: Session) -> list[str]:
+        """The risky paths the paused stage changed (from its last evidence file), for the pause text."""
+        last = s.state.history[-1] if s.state.history else None
+        if last is None or last.evidence is None or not s.loop.risk:
+            return []
+        try:
+            return list(json.loads((s.handle.run_dir / last.evidence).read_text(encoding="utf-8")).get("risky") or [])
+        except (OSError, ValueError):
+            return []
 
     def _emit(self, kind: str, run: RunState | str, stage: str | None = None, text: str = "",
               data: dict[str, Any] | None = None) -> None:

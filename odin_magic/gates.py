@@ -49,6 +49,9 @@ class GateOutcome:
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
     mutation: dict | None = None  # the discrimination sensor's report (mutation), when it ran
     completion: dict | None = None  # the checks before done (completion), on the last stage
+    changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.checkpoints.Change)
+    reverted: list[str] = field(default_factory=list)  # changes outside the stage's scope, undone (odin_magic.scope)
+    risky: list[str] = field(default_factory=list)  # changes matching the loop's risk globs
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -66,6 +69,9 @@ class GateOutcome:
             "context": self.context,
             "mutation": self.mutation,
             "completion": self.completion,
+            "changes": self.changes,
+            "reverted": self.reverted,
+            "risky": self.risky,
         }
 
 

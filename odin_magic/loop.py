@@ -33,6 +33,15 @@ CHALLENGE_RE = re.compile(r"^(contrarian|simplifier|ontologist)@([1-9][0-9]*)$")
 DEFAULT_CHALLENGES = ["contrarian@4", "simplifier@6", "ontologist@8"]
 INTERVIEW_DIMENSIONS = ("goal", "constraints", "criteria", "context")
 
+#: The name rule of loops (and of run ids, which are made of them): letters, digits, ``-``, ``_``, ``.``,
+#: starting with a letter or digit. A name is never a path: no ``/``, ``\\``, ``..``, nor an absolute path.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def is_plain_name(name: object) -> bool:
+    """True for a plain name (see :data:`NAME_RE`), one that can never reach outside its directory."""
+    return isinstance(name, str) and bool(NAME_RE.fullmatch(name)) and ".." not in name
+
 
 class _Strict(BaseModel):
     """Unknown keys are errors: a typo such as ``on_fial`` is never ignored.
@@ -196,6 +205,11 @@ class Stage(_Strict):
         description="inline | fresh | explore | planner | executor | critic | reviewer | {role, fresh}.",
     )
     interview: Interview | None = Field(default=None, description="Run this stage as a deep interview.")
+    scope: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        description="Globs of project paths this stage may change besides its produces (for a stage that may "
+        "write anywhere, this narrows 'anywhere'); other changes are reverted and fail the gate.",
+    )
     gate: Gate = Field(description="How the stage's work is judged before the run advances.")
 
     @property
@@ -235,6 +249,11 @@ class Loop(_Strict):
         "this many times in a row, instead of looping on.",
     )
     budget: Budget | None = Field(default=None, description="Token and/or USD limits for one run.")
+    risk: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Globs of project paths (e.g. 'migrations/**', '.github/**', 'pyproject.toml'): a stage that "
+        "changes a matching path pauses for human sign-off, even when its gate is ai.",
+    )
     post_edit: list[Union[Annotated[str, Field(min_length=1)], GateCommand]] = Field(
         default_factory=list,
         description="Fast-fail commands run after every file a worker writes or edits, in the project "
@@ -254,6 +273,11 @@ class Loop(_Strict):
         default=True,
         description="Before done, run the project's whole test suite once: true detects it (pytest, npm test, "
         "cargo test, go test, make test), a command names it, false turns it off.",
+    )
+    memory: bool = Field(
+        default=True,
+        description="Project memory: at each run's end, append decisions and lessons to .odin-loop/memory/, "
+        "and hand the relevant ones to later runs' workers and judges; false turns both off.",
     )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 

@@ -120,3 +120,21 @@ def bump_version(version: Any) -> Any:
     if match:
         return text[: match.start()] + str(int(match.group(1)) + 1) + text[match.end():]
     return text + ".1"
+
+
+def duplicate_item(text: str, path: tuple) -> str:
+    """``text`` with the block-sequence item at ``path`` (e.g. ``("stages", 2)``) copied right after itself."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    seq = _find(root, path[:-1]) if root is not None else None
+    if not isinstance(seq, yaml.SequenceNode) or seq.flow_style or not 0 <= path[-1] < len(seq.value):
+        raise EditError(f"no block list item at {'.'.join(map(str, path))}")
+    item = seq.value[path[-1]]
+    start = text.rfind("\n", 0, item.start_mark.index) + 1  # the item's line, its "- " included
+    end = len(text[: item.end_mark.index].rstrip())  # the item's last character, then its line's end
+    end = text.find("\n", end) + 1 or len(text)
+    block = text[start:end]
+    block = block.rstrip("\n") + "\n"
+    edited = text[:end] + ("" if text[:end].endswith("\n") else "\n") + block + text[end:]
+    if len(_find(yaml.compose(edited, Loader=yaml.SafeLoader), path[:-1]).value) != len(seq.value) + 1:
+        raise EditError("the copied item did not land in the list")
+    return edited

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode
@@ -35,11 +35,12 @@ from .display import (
     ValidationDisplay,
     loop_rows,
 )
+from . import authoring_magics
 from .errors import OdinError
+from .catalog import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
 from .state import DryOptions
 
-DEFAULT_LOOP = "spec-harness-tdd"
 
 #: Called as ``setup(engine, magics)`` for each Engine the notebook builds, before it drives:
 #: the seam where, e.g., the deep interview installs ``engine.interview_runner`` with the
@@ -82,7 +83,8 @@ def _parser() -> MagicArgumentParser:
     r.add_argument("--approve-all", action="store_true", help="dry run: approve every human gate as it comes")
     r.add_argument("--stage-delay", type=float, default=0.0, metavar="S", help="dry run: seconds each stage takes")
     waiting(r)
-    s = add("step", "Run one stage and its gate, without advancing.")
+    s = add("step", "Run one stage and its gate, without advancing (refused at a pause; on a failed latest run "
+                    "it reopens the run).")
     s.add_argument("stage")
     waiting(s)
     st = add("status", "Show the active (or a given) run: checklist, iterations, usage.")
@@ -111,6 +113,7 @@ def _parser() -> MagicArgumentParser:
     sim.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,test:fail")
     sh = add("show", "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.")
     sh.add_argument("loop")
+    authoring_magics.add_parsers(add)
     c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
     c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
     h = add("help", "Show this help, or one command's.")
@@ -220,6 +223,7 @@ class OdinMagics(Magics):
 
     # -- entry point ---------------------------------------------------------------------
 
+    @no_var_expand  # the text is taken literally: no {expr} or $var expansion (tasks, feedback, answers)
     @line_cell_magic
     def odin(self, line: str, cell: str | None = None):
         try:
@@ -479,6 +483,15 @@ class OdinMagics(Magics):
         self._load_loop(args.loop)
         return SimulationDisplay(simulate(self.project_dir, args.loop, args.gates))
 
+    def _cmd_new(self, args):
+        return authoring_magics.cmd_new(self, args)
+
+    def _cmd_refine(self, args):
+        return authoring_magics.cmd_refine(self, args)
+
+    def _cmd_memory(self, args):
+        return authoring_magics.cmd_memory(self, args)
+
     def _cmd_show(self, args):
         from .charts import loop_diagram, png_bytes
         from IPython.display import Image
@@ -564,14 +577,23 @@ class OdinMagics(Magics):
             raise
 
     def _save_loop(self, name: str, text: str):
+        from .loop import is_plain_name
         from .validation import validate_text
 
+        if not is_plain_name(name):
+            raise UsageError(
+                f"%%odin loop {name!r}: not a loop name; use letters, digits, '-', '_' and '.' only "
+                "(no '/', '\\', '..' or absolute path): the cell is saved as .odin-loop/loops/NAME.yaml"
+            )
         report = validate_text(text, f"cell %%odin loop {name}", expected_name=name)
         saved = None
         if not report.errors:
             from .store import write_atomic
 
+            from .confine import check_confined
+
             target = self.project_dir / ".odin-loop" / "loops" / f"{name}.yaml"
+            check_confined(target, [self.project_dir], f"%%odin loop {name}", base=self.project_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, text if text.endswith("\n") else text + "\n")
             saved = str(target.relative_to(self.project_dir))

@@ -29,6 +29,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -120,11 +121,11 @@ class Record:
         self.path.unlink(missing_ok=True)
 
 
-def record_group(run_dir: Path, pgid: int, kind: str, cmd: str) -> Record:
+def record_group(run_dir: Path, pgid: int, kind: str, cmd: str, driver: int | None = None) -> Record:
     """Write ``processes/<pgid>.json`` in ``run_dir`` (atomically)."""
     info = _stat(pgid)
     data = {
-        "pgid": pgid, "kind": kind, "cmd": cmd[:500], "driver": os.getpid(), "host": socket.gethostname(),
+        "pgid": pgid, "kind": kind, "cmd": cmd[:500], "driver": driver or os.getpid(), "host": socket.gethostname(),
         "boot_id": _boot_id(), "start": info[2] if info else None, "run_dir": str(run_dir),
         "since": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -181,17 +182,19 @@ def kill_group(pgid: int, wait: float = 5.0) -> bool:
     return True
 
 
-def reap_orphans(run_dir: Path) -> list[str]:
+def reap_orphans(run_dir: Path, kind: str | None = None) -> list[str]:
     """Kill the process groups a dead driver left in ``run_dir``; one notice per group killed.
 
-    Call it holding the run's lock (so the driver that wrote a record is gone)."""
+    Call it holding the run's lock (so the driver that wrote a record is gone),
+    or with ``kind`` for the groups of that kind this driver has done with."""
     folder = Path(run_dir) / RECORDS_DIR
     if not folder.is_dir():
         return []
     notices = []
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
-            path.unlink(missing_ok=True)  # a record cut short by a crash
+            if kind is None:
+                path.unlink(missing_ok=True)  # a record cut short by a crash
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -199,10 +202,13 @@ def reap_orphans(run_dir: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)
             continue
+        if kind is not None and data.get("kind") != kind:
+            continue
         members = group_members(pgid)
         if members and _ours(data, members):
             gone = kill_group(pgid)
-            what = f"{data.get('kind', 'a')} command `{data.get('cmd', '?')}`"
+            what = ("bash tool's shell" if data.get("kind") == "bash"
+                    else f"{data.get('kind', 'a')} command `{data.get('cmd', '?')}`")
             notices.append(
                 f"killed the {what} (process group {pgid}) left running by driver pid {data.get('driver')}"
                 + ("" if gone else "; some of its processes did not end"))
@@ -241,15 +247,35 @@ class GuardedCommand:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.proc.wait(timeout=timeout)
+        """Wait for the command; then kill what it left running in its group, and return its exit code.
 
-    def kill(self) -> None:
-        """Kill the whole group (the command and everything it started) and forget the record."""
+        Where the OS has pidfds the guard is left a zombie until its group is
+        killed, so that its id cannot be taken by another process meanwhile."""
+        try:
+            fd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            code = self.proc.wait(timeout=timeout)
+            self._kill_group()
+            return code
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
+        finally:
+            os.close(fd)
+        self._kill_group()
+        return self.proc.wait()
+
+    def _kill_group(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        self.proc.wait()
+
+    def kill(self) -> None:
+        """Kill the whole group (the command and everything it started), unless it has ended, and forget the record."""
+        if self.proc.returncode is None:
+            self._kill_group()
+            self.proc.wait()
         self.forget()
 
     def forget(self) -> None:
@@ -261,3 +287,63 @@ class GuardedCommand:
         if self.record is not None:
             self.record.forget()
             self.record = None
+
+
+# -- the bash tool's shell ---------------------------------------------------------------------
+
+#: Sourced by the bash tool's shell at its start (``BASH_ENV``): it becomes the shell guard.
+SHELL_GUARD_BASH = Path(__file__).with_name("shell_guard.bash")
+
+
+def shell_guard_env(run_dir: Path) -> dict[str, str]:
+    """Variables that put the bash tool's shell (started by the SDK) under :func:`shell_guard`."""
+    return {
+        "BASH_ENV": str(SHELL_GUARD_BASH),
+        "ODIN_GUARD_PYTHON": sys.executable,
+        "ODIN_GUARD_SCRIPT": str(Path(__file__).resolve()),
+        "ODIN_GUARD_DRIVER": str(os.getpid()),
+        "ODIN_GUARD_RECORDS": str(run_dir),
+    }
+
+
+def shell_guard() -> int:
+    """The bash tool's shell guard: ``python -I odin_magic/processes.py shell-guard`` (this file runs alone).
+
+    Exec'd by the shell the SDK started (so with its pid, stdin and stdout):
+    tied to the driver's death, leader of a new process group, recorded in the
+    run dir; it runs the real shell as its child and, when that shell ends or
+    the driver dies, kills the whole group (the shell's running command and
+    background jobs)."""
+    driver = int(os.environ.pop("ODIN_GUARD_DRIVER", "0") or 0)
+    run_dir = os.environ.pop("ODIN_GUARD_RECORDS", "")
+    os.environ.pop("ODIN_GUARD_PYTHON", None)
+    os.environ.pop("ODIN_GUARD_SCRIPT", None)
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if driver and os.getppid() != driver:
+        return 125  # the driver is gone already
+    try:
+        os.setsid()
+        pgid = os.getpid()
+        if run_dir and os.path.isdir(run_dir):
+            record_group(Path(run_dir), pgid, "bash", "the bash tool's shell", driver=driver or None)
+    except OSError:  # the shell must work even so: carry on as a plain shell
+        os.execv("/bin/bash", ["/bin/bash", "--noprofile", "--norc"])
+
+    def end_group(*_: Any) -> None:
+        # this guard included. The record stays: the SDK may SIGKILL the guard at any moment once the
+        # shell's stdin is closed, so the worker (after closing the shell) or the next driver removes it.
+        os.killpg(pgid, signal.SIGKILL)
+
+    signal.signal(signal.SIGTERM, end_group)
+    signal.signal(signal.SIGHUP, end_group)
+    shell = subprocess.Popen(["/bin/bash", "--noprofile", "--norc"])
+    shell.wait()
+    end_group()
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["shell-guard"]:
+        sys.exit(shell_guard())
+    sys.exit("usage: python -m odin_magic.processes shell-guard")

@@ -19,15 +19,16 @@ import re
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .catalog import LoopCatalog
+from .confine import check_confined
 from .errors import LoopInvalid, OdinError, UsageError
 from .loop import Loop
-from .loopedit import EditError, bump_version, set_value
+from .loopedit import EditError, bump_version, duplicate_item, set_value
 from .store import LOG_NAME, RunCorrupt, RunStore, fold, read_log, write_atomic
 from .validation import validate_text
 from .yamlsource import YamlError, load_yaml
@@ -113,11 +114,10 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
 
 
 def normalize(text: str) -> str:
-    """A failure reason or feedback reduced to what repeats: lower case, numbers and quotes and paths blurred."""
+    """A failure reason or feedback reduced to what repeats: lower case, numbers blurred, punctuation dropped."""
     t = text.lower()
-    t = re.sub(r"`[^`]*`", "`…`", t)
     t = re.sub(r"\d+(\.\d+)?", "#", t)
-    t = re.sub(r"[^\w#`…]+", " ", t)
+    t = re.sub(r"[^\w#`]+", " ", t)
     return " ".join(t.split())
 
 
@@ -385,6 +385,22 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
                              [((*path, "mode"), "ai")],
                              Evidence(runs=unchanged, numbers={"approved_unchanged": len(unchanged), "revised": 0},
                                       summary=f"users approved {stage.id} unchanged in all {len(unchanged)} runs")))
+    for i, stage in enumerate(loop.stages):
+        s = stats.stage(stage.id)
+        pair = _unrelated(s.failure_reasons) if s is not None else None
+        if pair is not None:
+            first, second = pair
+            new_id = next(f"{stage.id}-{n}" for n in range(2, 100) if f"{stage.id}-{n}" not in loop.stage_ids())
+            check = " ".join(stage.gate.check.split()).rstrip(".")
+            out.append(_Rule("split", f"split {stage.id} in two: its failures fall into unrelated groups",
+                             [(("+duplicate", "stages", i), None), (("stages", i + 1, "id"), new_id),
+                              (("stages", i, "gate", "check"), f"{check}; in particular, not: {first.text}"),
+                              (("stages", i + 1, "gate", "check"), f"{check}; in particular, not: {second.text}")],
+                             Evidence(runs=sorted(set(first.runs) | set(second.runs)),
+                                      numbers={"groups": len(s.failure_reasons), "first": first.count,
+                                               "second": second.count},
+                                      summary=f"{stage.id} failed for two unrelated reasons: "
+                                              f"{first.text} (x{first.count}) | {second.text} (x{second.count})")))
     for i, stage in enumerate(loop.stages):  # a judge passed work that a later command then failed
         for later in loop.stages[i + 1:]:
             if later.gate.on_fail != stage.id or not later.gate.commands or stage.gate.commands:
@@ -400,6 +416,24 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
                                           summary=f"the judge passed {stage.id}, then {later.id}'s commands failed "
                                                   f"and looped back to it in {len(runs)} runs")))
     return out
+
+
+_STOP = {"the", "a", "an", "and", "or", "of", "to", "in", "is", "are", "not", "no", "it", "its", "for", "with", "on"}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in normalize(text).split() if len(w) > 2 and w not in _STOP and w != "#"}
+
+
+def _unrelated(groups: list[Group]) -> tuple[Group, Group] | None:
+    """The two biggest failure groups (each seen at least twice) when they share almost no words."""
+    big = [g for g in groups if g.count >= 2][:2]
+    if len(big) < 2:
+        return None
+    a, b = _words(big[0].text), _words(big[1].text)
+    if not a or not b or len(a & b) / len(a | b) >= 0.2:
+        return None
+    return big[0], big[1]
 
 
 def _upstream(loop: Loop, index: int) -> str:
@@ -433,9 +467,11 @@ class Refinements:
 
     # -- files --
     def path(self, proposal_id: str) -> Path:
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*-[0-9]+$", proposal_id or ""):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*-[0-9]+", proposal_id or ""):
             raise UsageError(f"{proposal_id!r} is not a proposal id", hint="ids look like bugfix-3; `odin refine list` shows them")
-        return self.dir / f"{proposal_id}.yaml"
+        path = self.dir / f"{proposal_id}.yaml"
+        check_confined(path, [self.project_dir], f"refinement proposal {proposal_id}", base=self.project_dir)
+        return path
 
     def all(self, loop: str | None = None) -> list[Proposal]:
         out = []
@@ -483,20 +519,35 @@ class Refinements:
         return max(numbers, default=0) + 1
 
     # -- proposing --
-    def propose(self, loop_name: str, stats: LoopStats, now: str, extra: list[_Rule] | None = None,
-                written_by: str = "rules") -> list[Proposal]:
-        """Save a proposal for each rule that fires (one already proposed against the same base is not repeated)."""
+    def propose(self, loop_name: str, stats: LoopStats, now: str, model: Callable[..., list[_Rule]] | None = None,
+                notices: list[str] | None = None) -> list[Proposal]:
+        """Save a proposal for each rule that fires, then for each of ``model``'s (called with the loop, its text,
+        the stats and the rule proposals' titles); one already open against the same base is not repeated."""
         text, source, loop = self.current(loop_name)
         base = sha256(text)
         pending = {(p.rule, p.proposed) for p in self.all(loop_name) if p.status == "proposed" and p.base_sha256 == base}
+        rules = rule_proposals(loop, stats)
+        if model is not None:
+            rules += model(loop, text, stats, [r.title for r in rules])
         out = []
-        for rule in [*rule_proposals(loop, stats), *(extra or [])]:
+        for rule in rules:
             try:
                 edited = text
                 for path, value in rule.edits:
-                    edited = set_value(edited, path, value)
+                    if path[0] == "+duplicate":
+                        edited = duplicate_item(edited, path[1:])
+                    else:
+                        edited = set_value(edited, path, value)
                 edited = set_value(edited, ("version",), bump_version(loop.version))
-            except EditError:
+            except (EditError, ValueError, TypeError, KeyError, IndexError) as exc:
+                if notices is not None:
+                    notices.append(f"proposal {rule.title!r} left out: its edit cannot be made ({exc})")
+                continue
+            check = validate_text(edited, f"{loop_name}.yaml (proposed)", expected_name=loop_name)
+            if not check.ok:
+                if notices is not None:
+                    notices.append(f"proposal {rule.title!r} left out: the loop would not validate "
+                                   f"({check.errors[0].field}: {check.errors[0].message})")
                 continue
             if (rule.rule, edited) in pending:
                 continue
@@ -506,7 +557,7 @@ class Refinements:
                                                 f"b/{label} (version {bump_version(loop.version)})"))
             proposal = Proposal(
                 id=f"{loop_name}-{self._next_number(loop_name)}", loop=loop_name, rule=rule.rule, title=rule.title,
-                written_by=getattr(rule, "written_by", written_by), created_at=now,
+                written_by=getattr(rule, "written_by", "rules"), created_at=now,
                 base_version=_version_text(loop.version), base_sha256=base, base_source=source,
                 evidence=rule.evidence, edits=[Edit(path=list(p), value=v) for p, v in rule.edits], diff=diff,
                 proposed=edited,
@@ -535,9 +586,12 @@ class Refinements:
             raise LoopInvalid(f"proposal {proposal_id} does not make a valid loop:\n{details}", report=report,
                               hint="fix the proposal's `proposed` text, or reject it")
         target = self.catalog.project_loops_dir / f"{proposal.loop}.yaml"
-        self.history_dir.mkdir(parents=True, exist_ok=True)
         old_version = proposal.base_version or "1"
-        write_atomic(self.history_dir / f"{proposal.loop}.v{old_version}.yaml", text)
+        history = self.history_dir / f"{proposal.loop}.v{old_version}.yaml"
+        for path, what in ((target, f"loop {proposal.loop}"), (history, "the loop's history")):
+            check_confined(path, [self.project_dir], what, base=self.project_dir)
+        self.history_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(history, text)
         write_atomic(target, proposal.proposed)
         proposal.status, proposal.applied_at = "applied", now
         proposal.applied_version = _version_text(report.loop.version)
@@ -585,15 +639,36 @@ _BlockDumper.add_representer(str, _str_presenter)
 # -- one refine pass ---------------------------------------------------------------------------
 
 
+class Effect(BaseModel):
+    """An applied proposal, judged by the runs of the version it replaced and of the version it made."""
+
+    proposal: str
+    title: str
+    before_version: str | None
+    after_version: str | None
+    before: VersionStats | None
+    after: VersionStats | None
+
+
+def effects(proposals: list[Proposal], stats: LoopStats) -> list[Effect]:
+    by_version = {v.version: v for v in stats.versions}
+    return [Effect(proposal=p.id, title=p.title, before_version=p.base_version, after_version=p.applied_version,
+                   before=by_version.get(p.base_version), after=by_version.get(p.applied_version))
+            for p in proposals if p.status == "applied"]
+
+
 class RefineResult(BaseModel):
+    effects: list[Effect] = Field(default_factory=list)  # applied proposals: pass rate before and after
     stats: list[LoopStats]
     proposals: list[Proposal]  # new in this pass
     still_open: list[Proposal] = Field(default_factory=list)  # proposed earlier, not yet applied or rejected
     notices: list[str] = Field(default_factory=list)
 
 
-def refine(project_dir: Path | str, loop: str | None = None, now: str | None = None) -> RefineResult:
-    """Aggregate the runs of ``loop`` (or of every loop that has runs) and save the rule-based proposals."""
+def refine(project_dir: Path | str, loop: str | None = None, now: str | None = None, settings=None,
+           client_factory: Callable[[], Any] | None = None) -> RefineResult:
+    """Aggregate the runs of ``loop`` (or of every loop that has runs) and save the rule-based proposals;
+    with ``settings`` (a configured model), the model may add proposals (see :mod:`odin_magic.refine_model`)."""
     project_dir = Path(project_dir)
     notices: list[str] = []
     runs = read_runs(project_dir, loop, notices)
@@ -603,7 +678,7 @@ def refine(project_dir: Path | str, loop: str | None = None, now: str | None = N
                         hint="run the loop first (`odin run LOOP --task ...`, or --dry to try it)")
     now = now or datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     refinements = Refinements(project_dir)
-    all_stats, proposals, still_open = [], [], []
+    all_stats, proposals, still_open, all_effects = [], [], [], []
     for name in dict.fromkeys(r.loop for r in runs):
         of_loop = [r for r in runs if r.loop == name]
         try:
@@ -614,8 +689,16 @@ def refine(project_dir: Path | str, loop: str | None = None, now: str | None = N
             continue
         stats = aggregate(name, of_loop, current.stage_ids())
         all_stats.append(stats)
-        new = refinements.propose(name, stats, now)
+        model = None
+        if settings is not None:
+            from .refine_model import model_rules
+
+            def model(loop_, text, stats_, titles):
+                return model_rules(loop_, text, stats_, titles, settings, client_factory, notices)
+        new = refinements.propose(name, stats, now, model=model, notices=notices)
         proposals += new
         fresh = {p.id for p in new}
+        all_effects += effects(refinements.all(name), stats)
         still_open += [p for p in refinements.all(name) if p.status == "proposed" and p.id not in fresh]
-    return RefineResult(stats=all_stats, proposals=proposals, still_open=still_open, notices=notices)
+    return RefineResult(stats=all_stats, proposals=proposals, still_open=still_open, notices=notices,
+                        effects=all_effects)

@@ -53,8 +53,18 @@ def render_proposal(p: Proposal, diff: bool = True) -> str:
     return "\n".join(lines)
 
 
+def render_effect(e) -> str:
+    def side(v, version) -> str:
+        if v is None:
+            return f"v{version}: no runs yet"
+        return f"v{version}: {v.runs} run(s), {v.done} done, first-try pass {_rate(v.first_try_pass_rate)}"
+    return f"applied {e.proposal} ({e.title}): {side(e.before, e.before_version)} -> {side(e.after, e.after_version)}"
+
+
 def render_result(result: RefineResult) -> str:
     parts = [render_stats(s) for s in result.stats]
+    if result.effects:
+        parts.append("\n".join(render_effect(e) for e in result.effects))
     parts += [f"note: {n}" for n in result.notices]
     if result.proposals:
         parts.append(f"{len(result.proposals)} proposal(s), saved in .odin-loop/refinements/:")
@@ -110,6 +120,7 @@ class RefineDisplay(_Display):
             png = base64.b64encode(png_bytes(refine_chart(stats))).decode()
             parts.append(f"<h4>Muninn: loop {html.escape(stats.loop)}</h4><pre>{html.escape(render_stats(stats))}</pre>"
                          f"<img alt='refine charts for {html.escape(stats.loop)}' src='data:image/png;base64,{png}'/>")
+        parts += [f"<p>{html.escape(render_effect(e))}</p>" for e in self.result.effects]
         parts += [f"<p class='odin-muted'>{html.escape(n)}</p>" for n in self.result.notices]
         if not self.result.proposals:
             parts.append("<p>No new proposals: nothing in these runs calls for a change.</p>")

@@ -14,7 +14,7 @@ from typing import Literal
 from .events import EngineEvent
 from .interview.convergence import EARLY_EXIT_FROM_ROUND
 from .loop import Loop
-from .state import InterviewSummary, RunState
+from .state import InterviewSummary, RunState, Usage
 
 PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
@@ -73,6 +73,24 @@ def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below
     return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
 
 
+def money(value: float) -> str:
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def cost_text(usage: Usage, short: bool = False) -> str:
+    """The cost of ``usage``: money spent, or, for what the offline scripted model answered, an estimate
+    of what it would have cost on Claude (``≈ $0.25 if run on Claude; nothing spent``)."""
+    offline = usage.offline_usd
+    spent = max(usage.cost_usd - offline, 0.0)
+    if offline <= 0:
+        return money(usage.cost_usd)
+    estimate = f"≈ ${offline:.2f}" if offline >= 0.01 else "≈ <$0.01"
+    if spent < 5e-7:
+        return f"{estimate} offline" if short else f"{estimate} if run on Claude; nothing spent"
+    return f"{money(spent)} + {estimate} offline" if short else \
+        f"{money(spent)} spent, plus {estimate} if the offline part had run on Claude"
+
+
 def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
                   question: str | None = None, criteria: list[str] | None = None) -> str:
     """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``);
@@ -97,7 +115,7 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
         lines.append(f"to do    {state.blocked.fix}")
     total = state.usage.total
     if total.total_tokens or total.cost_usd:
-        lines.append(f"usage    {total.total_tokens} tokens, ${total.cost_usd:.4f}")
+        lines.append(f"usage    {total.total_tokens} tokens, {cost_text(total)}")
     if state.interview is not None:
         iv = state.interview
         against = {
@@ -144,10 +162,23 @@ def render_simulation(result: dict) -> str:
     ])
 
 
-def render_runs(states: list[RunState]) -> str:
-    if not states:
+def render_runs(states: list[RunState], damaged: list | None = None) -> str:
+    """The runs table; ``damaged``: ``(run_id, RunCorrupt)`` of the runs that cannot be read, listed too."""
+    damaged = list(damaged or [])
+    if not states and not damaged:
         return "no runs yet — start one with `odin run LOOP --task TEXT`"
     rows = [("", "run", "status", "stage", "loops", "task")]
+    for run_id, exc in reversed(damaged):  # newest first, as the readable runs
+        known = exc.last_known
+        blocks = exc.may_be_active
+        rows.append((
+            "!" if blocks else "",
+            run_id,
+            "damaged" + (" (abandoned)" if exc.abandoned else ""),
+            known.current_stage if known else "?",
+            f"{known.total_iterations}/{known.max_iterations}" if known else "?",
+            _cut(one_line(known.task), 50) if known else "?",
+        ))
     for s in states:
         rows.append((
             "*" if s.active else "",
@@ -163,6 +194,9 @@ def render_runs(states: list[RunState]) -> str:
     )
     if any(s.active for s in states):
         table += "\n\n* the active run (a project has at most one)"
+    if any(exc.may_be_active for _, exc in damaged):
+        table += ("\n\n! a damaged run that may still be active: it blocks a new run until you give it up "
+                  "(`odin abandon`) or move its directory away")
     return table
 
 

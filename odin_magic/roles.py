@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from .confine import check_confined
 from .errors import ConfigError
 from .loop import ROLES, ResolvedAgent
 
@@ -94,6 +95,7 @@ def load_persona(role: str | None, project_dir: Path) -> str:
         raise ConfigError(f"unknown role {role!r}", hint=f"use one of {', '.join(ROLES)}")
     override = persona_override_path(project_dir, role)
     if override.is_file():
+        check_confined(override, [project_dir], f"the {role} persona override", base=project_dir)
         try:
             text = override.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

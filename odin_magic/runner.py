@@ -21,6 +21,9 @@ from .state import DryOptions, RunState
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
 WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
 Ready = Callable[[], None]  # called once an action is checked, just before it drives (shows the live view)
+PAUSES = ("awaiting_approval", "awaiting_answer")
+#: How long an action waits for a drive that has announced its pause to end (it only reports and re-draws).
+SETTLE_TIMEOUT = 120.0
 
 
 class NotebookRunner:
@@ -114,12 +117,24 @@ class NotebookRunner:
 
     # -- actions (in the background) --------------------------------------------------
 
-    def _submit(self, label: str, call, ready: Ready | None) -> None:
-        """Everything checked: let the front end show its view (``ready``), then drive in the background."""
+    def _submit(self, label: str, call, ready: Ready | None, at_pause: tuple[str, ...] = ()) -> None:
+        """Everything checked: let the front end show its view (``ready``), then drive in the background.
+
+        ``at_pause``: the pause statuses the action answers (approve: ``awaiting_approval``, ...). When the
+        drive is busy but the run already stands at such a pause, the drive is only finishing announcing it
+        (the panel has appeared): wait for that to end instead of refusing the click."""
+        if at_pause and self.drive.busy and self._paused_in(at_pause):
+            self.drive.wait(SETTLE_TIMEOUT)
         self.drive.refuse_if_busy()  # before ``ready``: a refused action shows no view
         if ready is not None:
             ready()
         self.drive.submit(label, call)
+
+    def _paused_in(self, statuses: tuple[str, ...]) -> bool:
+        try:
+            return self.engine.status().status in statuses  # the driving session's live state
+        except OdinError:
+            return False
 
     def start(self, loop: str, task: str, dry: DryOptions | None = None, ready: Ready | None = None) -> None:
         """Start a run; returns once the run exists (so ``status`` sees it), driving on in the background."""
@@ -149,18 +164,18 @@ class NotebookRunner:
 
     def continue_run(self, ready: Ready | None = None) -> None:
         self._require_active()
-        self._submit("run", lambda: self.engine.run(), ready)
+        self._submit("run", lambda: self.engine.run(), ready, at_pause=PAUSES)
 
     # The checks are the engine's own (engine.require_*), made here so that the cell gets the error at once.
 
     def approve(self, ready: Ready | None = None) -> None:
         require_status(self._require_active(), "approve")
-        self._submit("approve", lambda: self.engine.approve(), ready)
+        self._submit("approve", lambda: self.engine.approve(), ready, at_pause=("awaiting_approval",))
 
     def revise(self, feedback: str, ready: Ready | None = None) -> None:
         require_text(feedback, "revise")
         require_status(self._require_active(), "revise")
-        self._submit("revise", lambda: self.engine.revise(feedback), ready)
+        self._submit("revise", lambda: self.engine.revise(feedback), ready, at_pause=("awaiting_approval",))
 
     def step(self, stage: str, ready: Ready | None = None) -> None:
         """Step ``stage`` of the active run (refused at a pause), or of the latest run when it failed (reopened)."""
@@ -176,7 +191,7 @@ class NotebookRunner:
         """Answer the interview's waiting question."""
         require_text(text, "answer")
         require_status(self._require_active(), "answer")
-        self._submit("answer", lambda: self.engine.answer(text), ready)
+        self._submit("answer", lambda: self.engine.answer(text), ready, at_pause=("awaiting_answer",))
 
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""
@@ -214,7 +229,8 @@ class NotebookRunner:
     def abandon(self) -> RunState:
         if self.drive.busy:
             raise RunRefused("the run is driving in the background", hint="%odin stop first, then %odin abandon")
-        self._require_active()
+        if self.engine.blocking_damage() is None:  # a damaged run that may be active can be abandoned too
+            self._require_active()
         return self.engine.abandon()
 
     def stop(self) -> bool:

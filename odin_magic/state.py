@@ -35,6 +35,9 @@ class Usage(_State):
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     cost_usd: float = 0.0
+    # the part of cost_usd that calls answered by the offline scripted model would have cost on Claude:
+    # an estimate, never spent (see report.cost_text)
+    offline_usd: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -52,6 +55,7 @@ class Usage(_State):
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            offline_usd=round(self.offline_usd + other.offline_usd, 6),
         )
 
 
@@ -94,6 +98,13 @@ class Blocked(_State):
     fix: str
 
 
+class PendingCheckpoint(_State):
+    """The checkpoint of a stage execution that has begun and not been gated yet (``RunState.checkpoint``)."""
+
+    stage: str
+    before: str
+
+
 class Concern(_State):
     """A judge's non-blocking finding on a pass, carried forward (seed 002's DONE_WITH_CONCERNS)."""
 
@@ -110,6 +121,8 @@ class HistoryEntry(_State):
     reason: str | None = None  # why a gate failed (fail entries)
     evidence: str | None = None  # run-dir-relative path of the gate's evidence file
     failure: Literal["recoverable", "environment", "repeated", "blocked"] | None = None  # fail entries: the routing class
+    checkpoint: str | None = None  # the project tree before this stage execution (odin_magic.checkpoints)
+    after: str | None = None  # ... and after its work, before its gate
 
 
 class DryOptions(_State):
@@ -142,6 +155,7 @@ class RunState(_State):
     ended_at: str | None = None
     feedback: str | None = None  # a pending revision request (cleared by the next gate)
     blocked: Blocked | None = None  # set while status is "blocked"
+    checkpoint: PendingCheckpoint | None = None  # set while a stage execution is under way
     concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.routing)
     log_seq: int = 0  # sequence number of the last event-log record folded in

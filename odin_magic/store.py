@@ -38,12 +38,14 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
+from .loop import NAME_RE
 from .processes import reap_orphans
 from .secrets import redact, redact_text
-from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, RunState, Streak, Usage
+from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
 STATE_NAME = "state.json"
+ABANDONED_MARK = "abandoned.json"  # beside a damaged run the user gave up: it no longer blocks a new one
 LOOP_NAME = "loop.json"
 DRIVER_NAME = "driver.json"
 GITIGNORE_TEXT = (
@@ -59,18 +61,32 @@ GITIGNORE_TEXT = (
 #: ``artifacts`` are merged key by key; ``dry_gates`` replaces the dry script).
 SETTABLE = (
     "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
-    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats", "checkpoint",
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
-_MODELLED = {"blocked": Blocked, "repeats": Streak}
+_MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpoint}
 
 
 _HISTORY_MARK = "\u0000history\u0000"
 
 
 class RunCorrupt(OdinError):
-    """An event log that cannot be read (not a torn last line: damage in the middle)."""
+    """A run that cannot be read: damage in its event log (not a torn last line), a log that is
+    gone or empty beside a state.json, a state.json that cannot be replaced, ...
+
+    :meth:`RunStore.load` adds what is known of the run: its state.json's last word, and whether
+    the user abandoned the damaged run (``abandoned.json``). A damaged run whose state.json last
+    said it was active blocks a new one until it is abandoned or moved away.
+    """
+
+    last_known: RunState | None = None
+    abandoned: bool = False
+
+    @property
+    def may_be_active(self) -> bool:
+        """Its state.json's last word was an active status, and the user has not abandoned it."""
+        return not self.abandoned and self.last_known is not None and self.last_known.active
 
 
 class RunNotFound(OdinError):
@@ -319,12 +335,19 @@ def load_run(run_dir: Path, driving: bool = False) -> Loaded:
         raise RunNotFound(f"{run_dir} holds no run (its event log is missing or empty)")
     cached: RunState | None = None
     problem = None
+    state_path = run_dir / STATE_NAME
+    if driving and state_path.is_dir():  # it could never be replaced by the state this driver saves
+        raise RunCorrupt(f"{state_path} is a directory, not the run's state file",
+                         hint=f"move it away (e.g. `mv {state_path} {state_path}.bad`): the state is rebuilt "
+                              "from the event log")
     try:
-        cached = RunState.model_validate_json((run_dir / STATE_NAME).read_bytes())
+        cached = RunState.model_validate_json(state_path.read_bytes())
     except FileNotFoundError:
         problem = "state.json was missing"
     except ValueError:
         problem = "state.json was corrupt"
+    except OSError as exc:  # a directory, unreadable, a symlink loop, ...
+        problem = f"state.json could not be read ({exc.strerror or exc})"
     if cached is not None:
         if cached.log_seq == last["seq"]:
             return Loaded(cached)
@@ -472,23 +495,58 @@ class RunStore:
             write_atomic(gitignore, GITIGNORE_TEXT)
 
     def run_dir(self, run_id: str) -> Path:
+        """The directory of run ``run_id``. A run id is a plain name (``20260101-120000-tiny``), never a
+        path: ``../x``, ``/abs`` or a name with a separator or control character is :class:`RunNotFound`."""
+        if not (isinstance(run_id, str) and NAME_RE.fullmatch(run_id)):  # so never '.', '..' or a path
+            raise RunNotFound(
+                f"{run_id!r} is not a run id: a run id is a plain name such as 20260101-120000-tiny, not a path",
+                hint="`odin runs` lists the runs",
+            )
         return self.runs_dir / run_id
 
     def _existing_run_dir(self, run_id: str) -> Path:
-        """The run's directory; :class:`RunNotFound` when it holds no event log."""
+        """The run's directory; :class:`RunNotFound` when it holds no run, :class:`RunCorrupt` when
+        its event log is gone or empty though the run's state is there."""
         d = self.run_dir(run_id)
+        if _lost_log(d):
+            raise self._damage(d, RunCorrupt(
+                f"{d}: the run's event log ({LOG_NAME}) is missing or empty, so its state cannot be trusted",
+                hint=f"restore {LOG_NAME} from a backup; or give the run up with `odin abandon` "
+                     f"(its files stay), or move {d} away",
+            ))
         if not (d / LOG_NAME).is_file():
             raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
         return d
 
     def run_ids(self) -> list[str]:
-        """Ids of every run whose event log has begun (an unreadable one included), oldest first."""
+        """Ids of every run whose event log has begun (an unreadable one included), and of every run
+        whose log was lost beside its state (a damaged run), oldest first."""
         if not self.runs_dir.is_dir():
             return []
-        return sorted(d.name for d in self.runs_dir.iterdir() if _started(d / LOG_NAME))
+        return sorted(d.name for d in self.runs_dir.iterdir()
+                      if NAME_RE.fullmatch(d.name) and (_started(d / LOG_NAME) or _lost_log(d)))
 
     def load(self, run_id: str) -> Loaded:
-        return load_run(self._existing_run_dir(run_id))
+        d = self._existing_run_dir(run_id)
+        try:
+            return load_run(d)
+        except RunCorrupt as exc:
+            raise self._damage(d, exc) from None
+
+    @staticmethod
+    def _damage(d: Path, exc: RunCorrupt) -> RunCorrupt:
+        """``exc``, with what is known of the damaged run: state.json's last word, and an abandon mark."""
+        try:
+            exc.last_known = RunState.model_validate_json((d / STATE_NAME).read_bytes())
+        except (OSError, ValueError):
+            exc.last_known = None
+        exc.abandoned = (d / ABANDONED_MARK).is_file()
+        return exc
+
+    def mark_abandoned(self, run_id: str, at: str, command: str) -> None:
+        """Give up a damaged run: a mark beside it (its log is not written: it cannot be trusted)."""
+        write_atomic(self.run_dir(run_id) / ABANDONED_MARK,
+                     json.dumps({"abandoned_at": at, "command": command}, indent=1))
 
     def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
         """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
@@ -513,7 +571,8 @@ class RunStore:
         base = f"{started:%Y%m%d-%H%M%S}-{loop_name}"
         run_id, n = base, 1
         while True:
-            if not _started(self.run_dir(run_id) / LOG_NAME):
+            d = self.run_dir(run_id)
+            if not _started(d / LOG_NAME) and not _lost_log(d):
                 return run_id  # free, or a creation that crashed before its first event
             n += 1
             run_id = f"{base}-{n}"
@@ -574,6 +633,11 @@ class RunStore:
             raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
                              hint="restore it from a backup, or move the run's directory away")
         return data
+
+
+def _lost_log(run_dir: Path) -> bool:
+    """A run's state is there but its event log is gone or empty: a damaged run, not a free id."""
+    return not _started(run_dir / LOG_NAME) and os.path.lexists(run_dir / STATE_NAME)
 
 
 def _started(log: Path) -> bool:

@@ -23,8 +23,9 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
+from .artifacts import control_character
 from .errors import OdinError, UsageError
-from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage
+from .loop import ROLE_DEFAULT_FRESH, ROLES, Budget, Gate, Interview, Loop, Stage, is_plain_name
 from .roles import POLICIES
 from .yamlsource import MAX_BYTES, YamlDocument, YamlError, decode_text, load_yaml
 
@@ -437,11 +438,14 @@ class _Checker:
                     at="parent",
                 )
         name = data.get("name")
-        if expected_name and isinstance(name, str) and name and name != expected_name:
+        if expected_name and is_plain_name(name) and name != expected_name:
+            # only plain names are suggested: a hint never proposes a path (a bad `name` has its own error)
+            fix = f"rename the file to '{name}.yaml' or " if is_plain_name(expected_name) else ""
+            fix += f"set `name: {expected_name}`" if is_plain_name(expected_name) else "give the file a plain loop name"
             self.warning(
                 ("name",),
                 f"name {name!r} does not match the file name {expected_name!r}",
-                f"rename the file to '{name}.yaml' or set `name: {expected_name}`: loops are found by file name",
+                f"{fix}: loops are found by file name",
             )
         stages = self.stages()
         first_index: dict[str, int] = {}
@@ -460,6 +464,60 @@ class _Checker:
         for i, stage in stages:
             self._stage_rules(i, stage, first_index, schedulable)
         self._reachability(stages, first_index)
+        self._glob_rules(("risk",), data.get("risk"))
+        if schedulable:
+            self._risk_rules(stages)
+
+    def _glob_rules(self, path: tuple, globs: Any) -> None:
+        """``risk`` and ``scope`` globs are project-relative, like artifact paths."""
+        if not isinstance(globs, list):
+            return
+        for j, glob in enumerate(globs):
+            problem = _path_problem(glob) if isinstance(glob, str) else None
+            if problem:
+                self.error(path + (j,), f"glob {glob!r} {problem.replace('artifact paths', 'globs')}",
+                           "use a project-relative glob, e.g. 'migrations/**' or 'pyproject.toml'")
+
+    def _produces_in_scope(self, base: tuple, stage: dict) -> None:
+        """``scope`` narrows what a stage may change: its project-tree ``produces`` must lie inside it."""
+        from .scope import matches, may_overlap
+
+        globs, produces = stage.get("scope"), stage.get("produces")
+        if not isinstance(globs, list) or not isinstance(produces, list):
+            return
+        globs = [g for g in globs if isinstance(g, str)]
+        for j, entry in enumerate(produces):
+            if not isinstance(entry, str) or _path_problem(entry):
+                continue
+            parts = entry.strip("/").split("/")
+            if len(parts) == 1 and not entry.endswith("/") or parts[0] == "harness":
+                continue  # kept in the run dir: not a change to the project
+            inside = any(may_overlap(g, entry) for g in globs) if entry.endswith("/") else matches(globs, entry)
+            if not inside:
+                self.error(base + ("produces", j), f"{entry!r} is outside the stage's scope {globs}",
+                           "add a glob for it to `scope:` (e.g. '" + (entry + "**" if entry.endswith("/") else entry) + "')")
+
+    def _risk_rules(self, stages: list[tuple[int, dict]]) -> None:
+        """A schedulable loop never pauses: stages that could change a ``risk`` path would pause for sign-off."""
+        risk = self.data.get("risk")
+        if not isinstance(risk, list) or not risk or not all(isinstance(r, str) for r in risk):
+            return
+        from .scope import could_touch_risk
+
+        loop = Loop.model_construct(risk=risk)
+        touching = []
+        for _, stage in stages:
+            try:
+                model = Stage.model_validate(stage)
+            except ValidationError:
+                continue
+            hits = could_touch_risk(model, loop)
+            if hits:
+                touching.append(f"{model.id} (could change {', '.join(hits)})")
+        if touching:
+            self.error(("risk",), "stage(s) " + "; ".join(touching) + " would pause for sign-off on a risky change; "
+                       "a schedulable loop never pauses",
+                       "narrow those stages with `scope:` so they cannot reach the risk globs, or drop --schedulable")
 
     def _stage_rules(self, i: int, stage: dict, ids: dict[str, int], schedulable: bool) -> None:
         base = ("stages", i)
@@ -490,12 +548,7 @@ class _Checker:
         role = _role_of(stage.get("agent"))
         produces = stage.get("produces")
         if role is not None and POLICIES[role].writes == "none" and isinstance(produces, list) and produces:
-            self.error(
-                base + ("produces",),
-                f"stage {sid!r} runs as {role}, which may not write any file, yet it declares `produces`",
-                "use a role that may write its report (e.g. `agent: reviewer`: read, bash, writes only its produces), "
-                "or remove `produces`",
-            )
+            self._report_rule(base, sid, role, produces)
         interview = stage.get("interview")
         if isinstance(interview, dict):
             if schedulable:
@@ -519,6 +572,8 @@ class _Checker:
                         f"add '{INTERVIEW_LOG}' to its `produces` (its gate reads the convergence recorded there)",
                         at="value" if "produces" in stage else "key",
                     )
+        self._glob_rules(base + ("scope",), stage.get("scope"))
+        self._produces_in_scope(base, stage)
         for key in ("consumes", "produces"):
             entries = stage.get(key)
             if not isinstance(entries, list):
@@ -529,6 +584,25 @@ class _Checker:
                     if problem:
                         self.error(base + (key, j), f"{entry!r} {problem}",
                                    "use a relative path inside the project, e.g. 'spec.md' or 'src/'")
+
+    def _report_rule(self, base: tuple, sid: str, role: str, produces: list) -> None:
+        """A role that may write no file (explore) reports: the engine writes its final answer to the
+        stage's one document, so it may declare one `produces`, a file."""
+        if len(produces) > 1:
+            self.error(
+                base + ("produces",),
+                f"stage {sid!r} runs as {role}, which edits nothing and reports: the engine writes its final "
+                f"report to the stage's single document, so it may declare one `produces`, not {len(produces)}",
+                "keep one document (e.g. `produces: [survey.md]`), or use a role that writes its own files "
+                "(e.g. `agent: reviewer`: writes only its produces)",
+            )
+        elif isinstance(produces[0], str) and produces[0].strip().endswith("/"):
+            self.error(
+                base + ("produces", 0),
+                f"stage {sid!r} runs as {role}, which edits nothing and reports: its one `produces` is the "
+                f"document the engine writes its report to, not a directory ({produces[0]!r})",
+                "name a file, e.g. `produces: [survey.md]`",
+            )
 
     def _reachability(self, stages: list[tuple[int, dict]], first_index: dict[str, int]) -> None:
         """Follow the run's moves (pass: the next stage; fail: on_fail or a retry) from the first stage."""
@@ -583,6 +657,9 @@ def _resolves_fresh(agent: Any) -> tuple[bool, str]:
 
 
 def _path_problem(entry: str) -> str | None:
+    bad = control_character(entry)
+    if bad:
+        return f"contains a control character ({bad}); artifact paths have no NUL, newline, tab or other control characters"
     if not entry.strip():
         return "is an empty path"
     if entry.strip() in (".", "./"):

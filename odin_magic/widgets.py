@@ -15,10 +15,11 @@ import threading
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
-                      VerdictsDisplay, command_line, stage_checklist)
+                      VerdictsDisplay, command_line, html_mark, stage_checklist)
 from .events import EngineEvent
-from .report import BLOCKED as BLOCKED_MARK, format_event
+from .report import BLOCKED as BLOCKED_MARK, cost_text, format_event
 from .loop import Loop
 from .state import RunState, Usage
 
@@ -40,7 +41,9 @@ def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequen
     for name in names:
         rel = state.artifacts.get(name, name)
         path = Path(rel) if Path(rel).is_absolute() else Path(project_dir) / rel
-        if path.is_dir():
+        if not is_confined(path, [project_dir]):
+            text = f"(not shown: {describe(path, [project_dir], project_dir)})"  # never read through a link out
+        elif path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file())[:20]
             text = "\n".join(str(p.relative_to(path)) for p in files) or "(empty directory)"
         elif path.is_file():
@@ -56,6 +59,12 @@ def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequen
     return previews
 
 
+def pause_key(state: RunState) -> tuple[str, str, int]:
+    """Which pause ``state`` stands at: a view shows one panel per pause, and keeps it while the drive
+    that announced the pause finishes (a click on it may already be on its way)."""
+    return state.run_id, state.current_stage, state.log_seq
+
+
 class ApprovalPanel:
     """At an ai+human pause: the stage, its artifacts, why the gate passed, and the three buttons."""
 
@@ -65,6 +74,7 @@ class ApprovalPanel:
 
         self.stage = stage
         self.actions = actions
+        self.pause: tuple | None = None  # the pause_key it was shown for
         auto = w.Layout(width="auto")
         self.approve_button = w.Button(description="Approve", button_style="success", icon="check", layout=auto)
         self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit",
@@ -85,7 +95,7 @@ class ApprovalPanel:
             lines = verdict.detail_lines() or ["- the gate's checks passed"]
             why = "<b>Why the gate passed</b><ul>" + "".join(
                 f"<li>{html.escape(line[2:])}</li>" for line in lines) + "</ul>"
-        items = [w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> passed its gate "
+        items = [w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> passed its gate "
                         "and waits for your approval</h4>" + why)]
         if previews:
             acc = w.Accordion(children=[w.HTML(f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>"
@@ -142,7 +152,7 @@ class AnswerPanel:
         self.send_button.on_click(self._send)
         self.buttons = [self.send_button]
         self.widget = w.VBox([
-            w.HTML(f"<h4 style='margin:4px 0'>{AWAITING} <code>{html.escape(stage)}</code> asks</h4>"
+            w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> asks</h4>"
                    f"<pre style='white-space:pre-wrap'>{html.escape(question or '(see %odin status)')}</pre>"),
             self.answer_box, self.send_button, self.message,
         ], layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
@@ -176,6 +186,7 @@ class RunView:
         self.question_panel_source = question_panel_source  # the interview's own panel, when installed
         self.question_source = question_source  # the interview's waiting question, as text
         self.answer_panel = None  # AnswerPanel, or the interview's QuestionPanel
+        self._answer_pause: tuple | None = None  # the pause (pause_key) the answer panel is for
         self.state_source = state_source  # the live RunState, read when the run pauses
         self.loop = loop
         self.project_dir = Path(project_dir)
@@ -241,7 +252,7 @@ class RunView:
         rows = []
         for sid in self._stage_ids():
             mark = self._marks.get(sid, NOT_STARTED)
-            rows.append(f"<span style='margin-right:12px'>{mark} <code>{html.escape(sid)}</code></span>")
+            rows.append(f"<span style='margin-right:12px'>{html_mark(mark)} <code>{html.escape(sid)}</code></span>")
         self.checklist.value = "<div>" + "".join(rows) + "</div>"
 
     def _render_title(self) -> None:
@@ -288,13 +299,15 @@ class RunView:
             if state.status == "awaiting_approval":
                 self._show_approval(state)
             elif state.status == "awaiting_answer":
-                panel = self.question_panel_source(state) if self.question_panel_source else None
-                if panel is None:  # no interview widget installed: a plain answer box
-                    question = (self.question_source(state) if self.question_source else None) or self._question_text
-                    panel = AnswerPanel(state.current_stage, question or "", self.actions)
-                self.answer_panel = panel
-                self.approval = None
-                self.approval_box.children = (panel.widget,)
+                if self.answer_panel is None or self._answer_pause != pause_key(state):  # else: this question's panel
+                    panel = self.question_panel_source(state) if self.question_panel_source else None
+                    if panel is None:  # no interview widget installed: a plain answer box
+                        question = (self.question_source(state) if self.question_source else None) \
+                            or self._question_text
+                        panel = AnswerPanel(state.current_stage, question or "", self.actions)
+                    self.answer_panel, self._answer_pause = panel, pause_key(state)
+                    self.approval = None
+                    self.approval_box.children = (panel.widget,)
                 self.status_line.value = ""  # not "working on …": the run waits for the answer
             elif self.approval is not None or self.answer_panel is not None:
                 self.approval_box.children = ()
@@ -309,7 +322,7 @@ class RunView:
             self._refresh_display()
 
     def _show_usage(self, total: Usage) -> None:
-        self.usage.value = f"tokens {total.total_tokens:,}, cost ${total.cost_usd:.4f}"
+        self.usage.value = f"tokens {total.total_tokens:,}, cost {cost_text(total)}"
 
     def _set_iterations(self, used: int, cap: int) -> None:
         self.progress.max = max(cap, 1)
@@ -318,9 +331,8 @@ class RunView:
         self.progress_label.value = f"{used} / {cap} loopbacks"
 
     def _show_approval(self, state: RunState) -> None:
-        if self.approval is not None and self.approval.stage == state.current_stage and \
-                not self.approval.approve_button.disabled:
-            return
+        if self.approval is not None and self.approval.pause == pause_key(state):
+            return  # this pause's panel is up (maybe clicked while the drive finished announcing it)
         produces: Sequence[str] = ()
         if self.loop is not None:
             try:
@@ -330,6 +342,7 @@ class RunView:
         verdict = next((v for v in reversed(self.verdicts) if v.stage == state.current_stage and v.passed), None)
         self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
                                       verdict, self.actions)
+        self.approval.pause = pause_key(state)
         self.approval_box.children = (self.approval.widget,)
         self.status_line.value = ""
 
@@ -393,7 +406,7 @@ class RunView:
                     self._marks[stage] = BLOCKED_MARK
                 self.status_line.value = f"<b>run blocked</b>: {html.escape(event.text)}"
             elif kind == "done":
-                self.status_line.value = "<b>run done</b> ✅"
+                self.status_line.value = f"<b>{html.escape(event.text or 'run done')}</b> {html_mark(PASSED)}"
             elif kind == "usage":
                 total = event.data.get("total")
                 if isinstance(total, dict):

@@ -1,14 +1,41 @@
 #!/usr/bin/env bash
 # Sets up the venv (see setup.sh) and runs the whole test suite with pytest.
-# Browser tests need Debian's chromium at /usr/bin/chromium: as root this script
-# installs it with apt when it is missing. Extra arguments go to pytest.
+#
+# What it changes on the system:
+#   - the venv (.venv beside this repository, or $ODIN_VENV): created if missing, and
+#     odin-magic with its test extras pip-installed into it (editable);
+#   - as root, when Debian's chromium is missing (/usr/bin/chromium, needed by the one browser
+#     test), `apt-get update` and `apt-get install chromium` with its dependencies, system-wide;
+#   - as root, when git is missing (the checkpoints, odin_magic/checkpoints.py, need it),
+#     `apt-get install git` the same way.
+#   Not as root, nothing outside the venv: the browser test is then skipped.
+#
+# `bash scripts/test.sh --no-browser` leaves the browser out: no chromium, and pytest -m "not browser".
+# Other arguments go to pytest (`-m "not browser"` given directly also skips the chromium step).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+chromium="${ODIN_CHROMIUM:-/usr/bin/chromium}"
+browser=yes
+args=()
+for arg in "$@"; do
+  if [ "$arg" = "--no-browser" ]; then
+    browser=no
+    args+=(-m "not browser")
+  else
+    [ "$arg" = "not browser" ] && browser=no
+    args+=("$arg")
+  fi
+done
 source "$repo/scripts/setup.sh"
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing chromium for the browser tests (apt)"
+if [ "$browser" = yes ] && [ ! -x "$chromium" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing chromium for the browser test (apt-get, system-wide; --no-browser skips this)"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+if ! command -v git >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing git for the checkpoints (apt)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null
+fi
 cd "$repo"
-exec "$ODIN_PY" -m pytest "$@"
+exec "$ODIN_PY" -m pytest ${args[@]+"${args[@]}"}

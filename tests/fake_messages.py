@@ -38,6 +38,20 @@ class Recorded:
 
 Responder = Callable[[dict[str, Any]], httpx2.Response]
 
+#: A response carrying this header is cut after that many bytes of its body: the connection drops
+#: (served over HTTP, the server closes it short of its content-length; through the mock transport,
+#: reading the body raises httpx's RemoteProtocolError, as a real dropped connection does).
+CUT_HEADER = "x-fake-cut-after"
+
+
+class _DroppedStream(httpx2.AsyncByteStream):
+    def __init__(self, data: bytes):
+        self.data = data
+
+    async def __aiter__(self):
+        yield self.data
+        raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+
 
 class FakeMessages:
     """Replies in the order queued; a request with nothing queued fails the test loudly (HTTP 500 + record)."""
@@ -83,6 +97,20 @@ class FakeMessages:
     def verdict(self, **fields: Any) -> "FakeMessages":
         return self.reply(json.dumps(fields), usage={"input_tokens": 7, "output_tokens": 3})
 
+    def truncated(self, text: str = "I will now write the fi", *, keep: float = 0.5,
+                  usage: dict[str, int] | None = None) -> "FakeMessages":
+        """A reply whose connection drops after ``keep`` of its body (its usage counts as served)."""
+        use = usage or {"input_tokens": 10, "output_tokens": 5}
+
+        def respond(body: dict[str, Any]) -> httpx2.Response:
+            self.served.append(dict(use))
+            full = reply_response(body, message_body(model=body["model"], content=[{"type": "text", "text": text}],
+                                                     stop_reason="end_turn", usage=use))
+            data = full.read()
+            return httpx2.Response(200, headers={**full.headers, CUT_HEADER: str(int(len(data) * keep))}, content=data)
+
+        return self.raw(respond)
+
     def error(self, status: int, message: str = "error", retry_after_ms: int | None = 1) -> "FakeMessages":
         return self.raw(lambda body: error_response(status, message, retry_after_ms=retry_after_ms))
 
@@ -102,12 +130,20 @@ class FakeMessages:
     def pending(self) -> int:
         return len(self._queue)
 
+    def _handle_cut(self, request: httpx2.Request) -> httpx2.Response:
+        response = self.handle(request)
+        cut = response.headers.get(CUT_HEADER)
+        if cut is None:
+            return response
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in (CUT_HEADER, "content-length")}
+        return httpx2.Response(response.status_code, headers=headers, stream=_DroppedStream(response.read()[: int(cut)]))
+
     def client(self, max_retries: int = 2) -> AsyncAnthropic:
         return AsyncAnthropic(
             api_key="test-key",
             base_url="http://fake-messages.invalid",
             max_retries=max_retries,
-            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)),
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self._handle_cut)),
         )
 
     def factory(self, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:
@@ -125,12 +161,18 @@ class FakeMessages:
                                          content=self.rfile.read(length))
                 response = fake.handle(request)
                 body = response.read()
+                cut = response.headers.get(CUT_HEADER)
                 self.send_response(response.status_code)
                 for key, value in response.headers.items():
-                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection", CUT_HEADER):
                         self.send_header(key, value)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
+                if cut is not None:  # promise the whole body, send part of it, hang up
+                    self.wfile.write(body[: int(cut)])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:

@@ -199,3 +199,30 @@ def test_offline_the_scripted_model_proposes_and_enter_accepts_each_answer(proje
     assert [s.id for s in loop.stages] == ["plan", "build", "qa"]
     assert loop.stage("plan").gate.mode == "ai+human" and loop.stage("qa").gate.on_fail == "build"
     assert loop.stage("qa").agent == "reviewer" and loop.max_iterations == 6
+
+
+def test_percent_odin_new_in_a_terminal_ipython_asks_the_prompts(tmp_path, monkeypatch):
+    """No widgets (a terminal IPython): %odin new asks the seven questions as prompts; --answers skips them."""
+    from IPython.testing import globalipapp
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython() or globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "odin_magic")
+    magics = ip.magics_manager.registry["OdinMagics"]
+    ip.run_line_magic("odin", f"config project={tmp_path}")
+    try:
+        replies = iter(["coding", "build: Write the code.", "", "the code exists", "", "-", "-", "2", "", "n"])
+        monkeypatch.setattr("builtins.input", lambda prompt="": next(replies))
+        shown = ip.run_line_magic("odin", "new tiny-term")
+        assert "wrote" in repr(shown) and "name: tiny-term" in repr(shown)
+        assert LoopCatalog(tmp_path).load("tiny-term").max_iterations == 2
+        write_answers(tmp_path)
+        shown = ip.run_line_magic("odin", "new docs --answers answers.yaml")
+        assert "wrote .odin-loop/loops/docs.yaml" in repr(shown)
+        monkeypatch.setattr("builtins.input", lambda prompt="": (_ for _ in ()).throw(EOFError))
+        from IPython.core.error import UsageError as IPyUsageError
+
+        with pytest.raises(IPyUsageError, match="input ended"):
+            ip.run_line_magic("odin", "new cut-short")
+    finally:
+        magics.project = ""

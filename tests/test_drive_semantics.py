@@ -109,7 +109,7 @@ def test_a_step_reopens_the_latest_run_when_it_failed(project, write_loop):
     log = [json.loads(line) for line in
            (project / ".odin-loop" / "runs" / failed.run_id / "events.jsonl").read_text().splitlines()]
     kinds = [r["type"] for r in log]
-    assert kinds[-3:-1] == ["reopened", "step"]
+    assert kinds[-4:-1] == ["reopened", "step", "checkpoint"]  # the step's stage execution records its checkpoint
     assert log[kinds.index("reopened")]["was"].startswith("total_iterations 6")
     assert engine.run().status == "done"  # the failed stage redone, the run finishes without starting over
 
@@ -217,3 +217,70 @@ def test_a_multi_line_task_shows_on_one_line_in_runs(capsys, project, write_loop
     code, out, _ = odin(capsys, "runs", "--project", str(project))
     rows = out.splitlines()
     assert len(rows) == 2 and rows[1].endswith("first line second line third")
+
+
+# -- item 10: `odin run` with nothing to continue, in a terminal ----------------------------------
+
+
+def run_in_a_terminal(project, args, answers):
+    """``odin ARGS`` with a pseudo-terminal as stdin and stdout; ``answers``: (prompt, reply) in order.
+    Returns (exit code, everything the terminal showed)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k != "ODIN_SCRIPT"}
+    proc = subprocess.Popen([sys.executable, "-m", "odin_magic", *args, "--project", str(project)],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    shown = b""
+
+    def read(until: bytes | None) -> None:
+        nonlocal shown
+        while until is None or until not in shown:
+            ready, _, _ = select.select([master], [], [], 120)
+            assert ready, f"the terminal showed no {until!r} in 120 s:\n{shown.decode(errors='replace')}"
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                chunk = b""
+            if not chunk:
+                assert until is None, f"the command ended before {until!r}:\n{shown.decode(errors='replace')}"
+                return
+            shown += chunk
+
+    try:
+        for prompt, reply in answers:
+            read(prompt.encode())
+            os.write(master, reply.encode() + b"\n")
+        read(None)
+    finally:
+        os.close(master)
+        code = proc.wait(60)
+    return code, shown.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_run_in_a_terminal_asks_which_loop_and_task(project, write_loop):
+    write_loop()
+    code, shown = run_in_a_terminal(project, ["run", "--dry"], [
+        ("loop to start [spec-harness-tdd]: ", "demo"), ("task (one line: what you are building): ", "build it")])
+    assert code == 0, shown
+    loops = next(line for line in shown.splitlines() if "Loops: " in line)
+    assert "demo" in loops and "spec-harness-tdd" in loops and "started (demo: build it)" in shown
+    assert "✅ spec gate passed; awaiting approval" in shown
+
+
+def test_run_in_a_terminal_defaults_to_spec_harness_tdd(project):
+    code, shown = run_in_a_terminal(project, ["run", "--task", "a calculator", "--dry"],
+                                    [("loop to start [spec-harness-tdd]: ", "")])
+    assert code == 0, shown
+    assert "task (one line" not in shown  # --task was given
+    assert "started (spec-harness-tdd: a calculator)" in shown
+
+
+def test_run_without_a_terminal_keeps_the_one_line_error(capsys, project):
+    code, out, err = odin(capsys, "run", "--project", str(project))
+    assert code == 1 and "no active run to continue" in err and "loop to start" not in out

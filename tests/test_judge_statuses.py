@@ -141,9 +141,15 @@ judge:
     - {status: DONE, passed: true}
   review: {status: DONE, passed: true}
 """, events)
+    (project / "src").mkdir()
+    (project / "src" / "keep.py").write_bytes(b"# was here before\n")
     state = engine.start("judged", "t")
     assert state.status == "blocked" and state.total_iterations == 0
     assert state.blocked.kind == "judge" and "Python 2 and 3.12" in state.blocked.reason
+    # the stage's work is reverted to its checkpoint: app.py is gone, what was there stays
+    assert not (project / "src" / "app.py").exists()
+    assert (project / "src" / "keep.py").read_bytes() == b"# was here before\n"
+    assert "reverted: 1 file(s)" in state.blocked.reason
     assert state.history[-1].failure == "blocked"
     state = engine.run()  # the human resolved it: the stage runs again
     assert state.status == "awaiting_approval" and state.current_stage == "review"

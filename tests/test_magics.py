@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.testing import globalipapp
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
@@ -21,7 +22,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
+    shell = start_ipython() or globalipapp.get_ipython()  # None when another test module started it first
     shell.run_line_magic("load_ext", "odin_magic")
     yield shell
 
@@ -301,7 +302,7 @@ def test_status_display_renders_html_and_text(ip, project):
     loop = runner.engine.loop_for(state.run_id)
     shown = StatusDisplay(state, loop)
     html = shown._repr_html_()
-    assert "&lt;b&gt;bold" in html and "<table" in html and "⏸" in html
+    assert "&lt;b&gt;bold" in html and "<table" in html and ">‖</span>" in html and "⏸" not in html
     assert "<" not in repr(shown).replace("<b>bold</b>", "")
     assert [r.mark for r in stage_checklist(state, loop)] == ["✅", "⏸", "⬜"]
     assert "%odin run LOOP" in repr(RunsDisplay([])) and "%odin run LOOP" in RunsDisplay([])._repr_html_()
@@ -430,3 +431,17 @@ def test_a_busy_drive_refuses_a_second_call_before_its_view_is_shown(tmp_path):
     assert runner.wait(10).ok
     runner._submit("approve", lambda: "approved", ready=lambda: shown.append("view"))
     assert runner.wait(10).result == "approved" and shown == ["view"]
+
+
+def test_step_reopens_a_failed_run_and_is_refused_at_a_pause(ip, project):
+    from nbtools import TINY_LOOP
+
+    (project / ".odin-loop" / "loops" / "fails.yaml").write_text(  # six alike failures fail it, not block it
+        TINY_LOOP.replace("name: tiny", "name: fails").replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 9"))
+    odin(ip, f"run fails --task t --dry --approve-all --gates {','.join(['write:fail'] * 6)} --wait")
+    assert state_json(project)["status"] == "failed"
+    odin(ip, "step review --wait")  # the latest run failed: the step reopens it
+    state = state_json(project)
+    assert state["status"] == "awaiting_approval" and state["current_stage"] == "review"
+    with pytest.raises(UsageError, match="waits for your approval of stage review"):
+        odin(ip, "step finish")

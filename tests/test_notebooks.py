@@ -56,6 +56,20 @@ def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):
     pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
     assert pngs, "show draws the loop"
     assert "✅ done" in joined
+    # part 2: new -> dry runs -> refine -> apply
+    from odin_magic.catalog import LoopCatalog
+
+    assert "wrote .odin-loop/loops/release-notes.yaml" in joined
+    refine_html = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
+                          for o in c.outputs if "%odin refine release-notes" in c.source)
+    assert "loop release-notes: 3 run(s): 2 done, 1 failed" in refine_html and "data:image/png" in refine_html
+    for title in ("raise max_iterations from 2 to 4", "loop check back to draft", "sharpen the check of review"):
+        assert title in refine_html
+    assert "applied release-notes-1" in joined
+    assert "is stale" in joined  # the last cell: a proposal made against version 1
+    loop = LoopCatalog(tmp_path).load("release-notes")
+    assert loop.version == 2 and loop.max_iterations == 4
+    assert (tmp_path / ".odin-loop" / "loops" / ".history" / "release-notes.v1.yaml").is_file()
 
 
 @pytest.mark.skipif(not os.environ.get("ANTHROPIC_API_KEY"), reason="real-claude.ipynb calls the Anthropic API: "

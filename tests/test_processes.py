@@ -146,15 +146,22 @@ def test_killing_the_driver_kills_the_gate_command_and_a_resume_runs_it_once(slo
     assert (slowgate / "runs.txt").read_text().split() == ["start", "start", "end"]
 
 
+def test_terminating_the_driver_kills_the_gate_command_too(slowgate: Path):
+    driver, pgid = start(slowgate)
+    driver.send_signal(signal.SIGTERM)
+    driver.communicate()
+    assert group_ends_within(pgid, 1.0) == []
+    assert (slowgate / "runs.txt").read_text().split() == ["start"]
+
+
 def test_a_resume_kills_a_group_that_escaped_its_guard_before_running_again(slowgate: Path):
     driver, pgid = start(slowgate)
-    group = members(pgid)
     os.kill(pgid, signal.SIGSTOP)  # the guard cannot act on its driver's death ...
     driver.send_signal(signal.SIGKILL)
     driver.communicate()
     os.kill(pgid, signal.SIGKILL)  # ... and dies: the command's shell and its sleep are left, orphaned
-    orphans = [pid for pid in group if pid != pgid]
-    assert orphans and all_exit_within(orphans, 0.5) == orphans  # still running
+    assert all_exit_within([pgid], 10) == []
+    assert members(pgid)  # still running
 
     def orphans_gone() -> None:  # opening the run killed the orphaned group before the stage re-ran
         assert members(pgid) == []
@@ -177,3 +184,97 @@ def test_abandoning_a_run_kills_the_group_its_dead_driver_left(slowgate: Path):
     assert abandon.returncode == 0, err
     assert members(pgid) == [] and f"(process group {pgid})" in out + err
     assert (slowgate / "runs.txt").read_text().split() == ["start"]
+
+
+# -- the worker's bash tool ---------------------------------------------------------------------
+
+#: Starts a background job, tells the test the shell's process group, then runs 5 s.
+BASH = ("sleep 30 & echo $(cut -d' ' -f5 /proc/$$/stat) > ready.fifo; "
+        "sleep 5; echo end >> runs.txt; echo done > \"$ODIN_RUN_DIR/out.md\"")
+
+
+@pytest.fixture
+def scripted(project: Path, write_loop, tmp_path: Path) -> dict[str, str]:
+    """A one-stage loop whose worker (the offline scripted model, through the real SDK) runs BASH."""
+    write_loop(yaml.safe_dump({
+        "name": "shell", "max_iterations": 2,
+        "stages": [{"id": "build", "produces": ["out.md"], "gate": {"mode": "ai", "check": "out.md exists"}}],
+    }))
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({
+        "stages": {"build": [{"tools": [{"bash": {"command": BASH, "timeout_ms": 120000}}]}, {"text": "done"}]},
+        "default_verdict": {"passed": True, "reasons": ["out.md exists"]},
+    }))
+    os.mkfifo(project / "ready.fifo")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "ODIN_"))}
+    return {**env, "ODIN_SCRIPT": str(script)}
+
+
+def run_shell(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    driver = subprocess.Popen([sys.executable, "-m", "odin_magic", "run", "shell", "--task", "t", "--project",
+                               str(project)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    return driver, ready(project / "ready.fifo", driver)
+
+
+def test_the_bash_tools_shell_and_its_background_jobs_end_with_the_stage(project: Path, scripted):
+    driver, pgid = run_shell(project, scripted)
+    assert pgid != os.getpgid(driver.pid)  # the shell has a process group of its own
+    out, err = driver.communicate(timeout=120)
+    assert driver.returncode == 0, err
+    assert members(pgid) == []  # `sleep 30 &` went with the shell
+    run_dir = next((project / ".odin-loop" / "runs").iterdir())
+    assert list((run_dir / "processes").iterdir()) == []
+
+
+def test_killing_the_driver_kills_the_bash_tools_shell_and_all_it_runs(project: Path, scripted):
+    driver, pgid = run_shell(project, scripted)
+    run_dir = next((project / ".odin-loop" / "runs").iterdir())
+    assert json.loads((run_dir / "processes" / f"{pgid}.json").read_text())["kind"] == "bash"
+    driver.send_signal(signal.SIGKILL)
+    driver.communicate()
+    assert group_ends_within(pgid, 1.0) == []
+    assert not (project / "runs.txt").exists()
+
+
+def test_what_a_gate_command_leaves_running_ends_with_it(project: Path, write_loop):
+    from odin_magic.engine import Engine
+    from odin_magic.state import DryOptions
+
+    write_loop(yaml.safe_dump({
+        "name": "daemon", "max_iterations": 1,
+        "stages": [{"id": "build", "produces": ["out.md"], "gate": {
+            "mode": "ai", "check": "passes",
+            "run": ['sleep 60 & cut -d" " -f5 /proc/$$/stat > "$ODIN_PROJECT_DIR/pgid.txt"']}}],
+    }))
+    state = Engine(project).start("daemon", "t", dry=DryOptions(run_commands=True))
+    assert state.status == "done"
+    pgid = int((project / "pgid.txt").read_text())
+    assert members(pgid) == []  # the background `sleep 60` went with its command
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_takes_its_runs_gate_command_along(slowgate: Path, tmp_path: Path, monkeypatch):
+    from nbtools import Kernel
+
+    script = tmp_path / "slowgate.script.yaml"  # the offline scripted model writes out.md, then the gate runs
+    script.write_text(yaml.safe_dump({"stages": {"build": [
+        {"tools": [{"bash": {"command": 'echo notes > "$ODIN_RUN_DIR/out.md"'}}]}, {"text": "done"}]}}))
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ODIN_SCRIPT", str(script))
+    kernel = Kernel(slowgate)
+    try:
+        kernel.execute("%load_ext odin_magic")
+        kernel.execute("%odin run slowgate --task t")  # the drive runs in a background thread of the kernel
+        fd = os.open(slowgate / "ready.fifo", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([fd], [], [], 120)[0], "the gate command never started"
+            pgid = int(os.read(fd, 100))
+        finally:
+            os.close(fd)
+        assert members(pgid)
+    finally:
+        os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # as a crash or an impatient restart does
+        kernel.kc.stop_channels()
+    assert group_ends_within(pgid, 1.0) == []

@@ -127,8 +127,13 @@ def test_apply_bumps_the_version_keeps_history_and_refuses_a_stale_proposal(proj
     assert LoopCatalog(project).load("doc").max_iterations == 3  # nothing of the refused one landed
     # runs record the loop version they ran: a later refine compares versions
     Engine(project).start("doc", "fourth", dry=DryOptions(approve_all=True))
-    stats = refine(project, "doc", now="t4").stats[0]
+    result = refine(project, "doc", now="t4")
+    stats = result.stats[0]
     assert [(v.version, v.runs) for v in stats.versions] == [("1", 3), ("2", 1)]
+    (effect,) = result.effects  # the applied proposal, judged before and after
+    assert (effect.proposal, effect.before.runs, effect.after.runs) == (applied.id, 3, 1)
+    assert (effect.before.first_try_pass_rate, effect.after.first_try_pass_rate) == (0.75, 1.0)  # all stages
+    assert f"applied {applied.id}" in render_result(result) and "-> v2: 1 run(s), 1 done" in render_result(result)
     assert [r.version for r in read_runs(project, "doc")] == ["1", "1", "1", "2"]
 
 
@@ -217,3 +222,118 @@ def test_the_notebook_report_is_html_with_charts(project):
     assert "data:image/png;base64," in page and "gate failures" not in page  # the charts are images
     assert "<pre>" in page and "raise max_iterations from 3 to 5" in page
     assert "loop doc: 3 run(s)" in repr(display)
+
+
+CMD_LOOP = """\
+name: cmd
+version: 1
+max_iterations: 6
+stages:
+  - id: build
+    produces: [build.md]
+    gate: {mode: ai, check: build.md exists}
+  - id: test
+    consumes: [build.md]
+    produces: [test.md]
+    gate:
+      mode: ai
+      check: the tests pass
+      on_fail: build
+      run: ["test -f green.flag || { touch green.flag; exit 1; }"]
+"""
+
+
+def test_a_judge_pass_that_a_later_command_undoes_proposes_a_gate_command_and_time_is_counted(project):
+    from test_engine import StepClock
+
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "cmd.yaml").write_text(CMD_LOOP)
+    for n in range(2):
+        (project / "green.flag").unlink(missing_ok=True)
+        state = Engine(project, clock=StepClock(10)).start("cmd", f"run {n}", dry=DryOptions(run_commands=True))
+        assert state.status == "done" and state.total_iterations == 1
+    result = refine(project, "cmd", now="t")
+    stats = result.stats[0]
+    test = stats.stage("test")
+    assert test.failures == 2 and test.failure_reasons[0].text.startswith("gate command `test -f green.flag")
+    assert test.seconds > 0 and stats.stage("build").seconds > 0  # from the records' clock
+    (p,) = [p for p in result.proposals if p.rule == "gate_run"]
+    assert p.edits[0].path == ["stages", 0, "gate", "run"]
+    assert LoopCatalog(project).load("cmd").stage("build").gate.run == []
+    Refinements(project).apply(p.id, "t2")
+    assert [c.cmd for c in LoopCatalog(project).load("cmd").stage("build").gate.commands] == [
+        "test -f green.flag || { touch green.flag; exit 1; }"]
+
+
+def test_tokens_and_cost_by_stage_come_from_the_usage_records(project, write_loop):
+    from test_memory import first_run
+
+    first_run(project, write_loop)
+    stats = refine(project, "mem", now="t").stats[0]
+    build, review = stats.stage("build"), stats.stage("review")
+    assert build.tokens > 0 and review.tokens > 0  # the fake API's usage, work and judge alike
+    assert build.cost_usd > 0
+    assert (build.failures, review.approvals, review.revised_runs) == (1, 1, stats.run_ids)
+
+
+def test_model_written_proposals_through_a_structured_call(project):
+    from fake_messages import FakeMessages
+    from odin_magic.config import Settings
+
+    record_runs(project)
+    fake = FakeMessages()
+    fake.reply(json.dumps({"proposals": [
+        {"title": "give the critic more to go on", "rationale": "check failed 5 times on one reason",
+         "edits": [{"path": "stages.check.gate.check", "value_json": json.dumps("check.md lists each gap with its line")}]},
+        {"title": "nonsense", "rationale": "-", "edits": [{"path": "stages.nosuch.goal", "value_json": "\"x\""}]},
+        {"title": "breaks the loop", "rationale": "-",
+         "edits": [{"path": "stages.review.gate.on_fail", "value_json": "\"nowhere\""}]},
+    ]}))
+    result = refine(project, "doc", now="t", settings=Settings(max_retries=0), client_factory=fake.factory(0))
+    (model,) = [p for p in result.proposals if p.written_by == "model"]
+    assert model.title == "give the critic more to go on" and model.rule == "model"
+    assert "+      check: check.md lists each gap with its line" in model.diff
+    assert any("nonsense" in n and "names no stage" in n for n in result.notices)
+    assert any("breaks the loop" in n and "would not validate" in n for n in result.notices)
+    (request,) = fake.requests
+    assert request.headers["x-odin-purpose"] == "refine" and "max_consecutive_failures" in request.text
+    assert "raise max_iterations from 3 to 5" in request.text  # the rule proposals it should not repeat
+    assert "[model-written]" in render_result(result)
+
+
+def test_a_stage_failing_for_unrelated_reasons_is_proposed_split(project, write_loop):
+    from fake_messages import FakeMessages
+    from test_memory import LOOP, worker
+
+    write_loop(LOOP.format(extra="max_iterations: 6").replace("max_iterations: 4\n", ""))
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "docs/out.md", "content": "out"}).reply("built")
+    for reason in ["the table of error codes is missing", "spelling mistakes in the introduction"] * 2:
+        fake.verdict(passed=False, reasons=[reason], blocking=[reason])
+        fake.reply("tried again")
+    fake.verdict(passed=True, reasons=["ok"])
+    fake.tool("write", {"file_path": "docs/review.md", "content": "fine"}).reply("reviewed")
+    fake.verdict(passed=True, reasons=["ok"])
+    engine = Engine(project, worker=worker(fake))
+    assert engine.start("mem", "docs").status == "awaiting_approval"
+    assert engine.approve().status == "done"
+    stats = refine(project, "mem", now="t").stats[0]
+    assert [g.count for g in stats.stage("build").failure_reasons] == [2, 2]
+    (p,) = [p for p in Refinements(project).all("mem") if p.rule == "split"]
+    loop = yaml.safe_load(p.proposed)
+    assert [s["id"] for s in loop["stages"]] == ["build", "build-2", "review"]
+    assert "not: the table of error codes is missing" in loop["stages"][0]["gate"]["check"]
+    assert "not: spelling mistakes in the introduction" in loop["stages"][1]["gate"]["check"]
+    _, path = Refinements(project).apply(p.id, "t2")
+    assert LoopCatalog(project).load("mem").stage_ids() == ["build", "build-2", "review"]
+
+
+def test_a_refinements_dir_linked_out_of_the_project_is_refused(project, tmp_path):
+    record_runs(project)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".odin-loop" / "refinements").symlink_to(outside)
+    with pytest.raises(OdinError, match="refused"):
+        refine(project, "doc", now="t")
+    assert list(outside.iterdir()) == []

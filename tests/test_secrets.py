@@ -104,3 +104,43 @@ def test_a_driven_run_makes_the_driver_non_dumpable(project: Path, write_loop):
             f"Engine({str(project)!r}).start('demo', 't', dry=DryOptions(approve_all=True)); "
             "sys.exit(0 if secrets.is_dumpable() is False else 3)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+#: The last line a command prints is the key line of an ancestor's environment (the driver is one):
+#: it becomes the bash tool's error line and the gate's failure reason, both shown in the live view.
+KEY_LAST = ("p=$$; while [ \"$p\" -gt 1 ]; do tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -a "
+            "^ANTHROPIC_API_KEY=; p=$(grep '^PPid:' /proc/$p/status | cut -f2); done; exit 1")
+
+
+@pytest.mark.slow
+def test_the_key_never_reaches_a_notebooks_outputs_or_live_view(tmp_path: Path, monkeypatch):
+    from nbtools import Kernel
+
+    loops = tmp_path / ".odin-loop" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "leaky.yaml").write_text(yaml.safe_dump({
+        "name": "leaky", "max_iterations": 1,
+        "stages": [{"id": "build", "produces": ["out.md"],
+                    "gate": {"mode": "ai", "check": "out.md exists", "run": [KEY_LAST]}}],
+    }))
+    script = tmp_path / "leaky.script.yaml"
+    script.write_text(yaml.safe_dump({"stages": {"build": [
+        {"tools": [{"bash": {"command": 'echo notes > "$ODIN_RUN_DIR/out.md"; ' + KEY_LAST}}]},
+        {"text": "done"}]}}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # in the kernel's own environment, as a user's would be
+    monkeypatch.setenv("ODIN_SCRIPT", str(script))
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.execute("%load_ext odin_magic")
+        kernel.execute("%odin run leaky --task t")
+        kernel.execute("%odin wait", timeout=120)
+        kernel.execute("%odin status")
+        kernel.execute("%odin runs")
+        kernel.drain()
+    finally:
+        kernel.shutdown()
+    shown = json.dumps(kernel.messages, ensure_ascii=False, default=str)
+    assert "[redacted ANTHROPIC_API_KEY]" in shown  # the live view showed the lines that held it
+    assert KEY not in shown
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert [str(p) for p in files if KEY.encode() in p.read_bytes()] == []

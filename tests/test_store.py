@@ -94,14 +94,15 @@ def test_a_torn_last_line_is_ignored_then_cut_off(project, write_loop):
     run_dir = RunStore(project).run_dir(paused.run_id)
     log = run_dir / LOG_NAME
     size = log.stat().st_size
+    last = paused.log_seq
     with open(log, "ab") as f:
-        f.write(b'{"seq": 3, "at": "2026-01-01T00:00:00", "type": "appro')
+        f.write(b'{"seq": %d, "at": "2026-01-01T00:00:00", "type": "appro' % (last + 1))
     assert load_run(run_dir).state.to_json() == paused.to_json()  # a reader ignores it
-    assert last_record(log)["seq"] == 2
+    assert last_record(log)["seq"] == last
     state = engine.approve()
     assert state.status == "done"
     records, _, torn = read_log(log)
-    assert not torn and records[2]["type"] == "notice" and "torn" in records[2]["text"]
+    assert not torn and records[last]["type"] == "notice" and "torn" in records[last]["text"]
     assert log.read_bytes()[size:size + 1] == b"{" and b'"appro\n' not in log.read_bytes()
 
 

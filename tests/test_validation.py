@@ -58,8 +58,8 @@ RULES: dict[str, list[tuple[str, str, int, int, str]]] = {
         ("warning", "stages[3]", 26, 5, "'publish' can never run"),
     ],
     "writing-role": [
-        ("error", "stages[0].produces", 9, 15, "runs as explore, which may not write any file"),
-        ("error", "stages[1].produces", 15, 15, "runs as explore, which may not write any file"),
+        ("error", "stages[0].produces", 9, 15, "it may declare one `produces`, not 2"),
+        ("error", "stages[1].produces[0]", 15, 16, "not a directory ('audit/')"),
     ],
     "schedulable": [
         ("error", "stages[0].interview", 7, 5, "is an interview"),

@@ -52,8 +52,9 @@ def test_the_live_view_follows_a_run_with_a_loopback(tmp_path):
     assert view.progress.value == 1 and view.progress.max == 5
     assert "1 / 5 loopbacks" in view.progress_label.value
     checklist = view.checklist.value
-    assert "✅ <code>write</code>" in checklist and "⏸ <code>review</code>" in checklist
-    assert "⬜ <code>finish</code>" in checklist
+    assert "title='passed' style='color:#1a7f37;font-weight:bold'>✓</span> <code>write</code>" in checklist
+    assert "title='waiting for you' style='color:#9a6700;font-weight:bold'>‖</span> <code>review</code>" in checklist
+    assert "title='not started' style='color:#888;font-weight:bold'>○</span> <code>finish</code>" in checklist
     streamed = "".join(o["text"] for o in view.output.outputs)
     assert "── write ──" in streamed and "dry run: wrote notes.md" in streamed and "gate failed" in streamed
     assert [(v.stage, v.passed) for v in view.verdicts] == [("write", True), ("review", False), ("write", True),

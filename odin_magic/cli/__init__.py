@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..encoding import fit_streams
 from ..errors import OdinError, UsageError
 from ..validation import did_you_mean
 
@@ -110,6 +111,7 @@ def _reject_leading_option(parser: OdinParser, argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    fit_streams(sys.stdout, sys.stderr)  # a cp1252 redirect gets [ok] for ✅, not a UnicodeEncodeError
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     _reject_leading_option(parser, argv)

@@ -30,6 +30,7 @@ def register(subparsers) -> None:
     add_project(p)
     p.set_defaults(handler=cmd_new)
     register_refine(subparsers)
+    register_memory(subparsers)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -56,6 +57,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
     print(text.rstrip())
     print(f"\nwrote {path}")
+    from ..catalog import builtin_loops_dir
+
+    if (builtin_loops_dir() / f"{args.name}.yaml").is_file():
+        print(f"note: this project loop overrides the built-in loop {args.name!r}")
     print(f'start it: odin run {args.name} --task "what you are building"   (or --dry to try it offline)')
     return 0
 
@@ -193,6 +198,8 @@ def register_refine(subparsers) -> None:
     )
     p.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID | list [LOOP]")
     p.add_argument("--json", action="store_true", help="print the aggregates and proposals as JSON")
+    p.add_argument("--model", action="store_true", help="also ask the configured model (API key, or ODIN_SCRIPT "
+                   "offline) for proposals, marked as model-written")
     add_project(p)
     p.set_defaults(handler=cmd_refine)
 
@@ -201,6 +208,17 @@ def _now() -> str:
     from datetime import datetime
 
     return datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def model_for_refine(project, settings=None):
+    """The settings and client factory for model-written refine proposals; no model configured is a ConfigError."""
+    from ..config import Settings
+    from ..errors import ConfigError
+
+    settings = settings or Settings.from_env()
+    if not au.model_configured(settings):
+        raise ConfigError("--model needs a configured model", hint="set ANTHROPIC_API_KEY, or ODIN_SCRIPT to run offline")
+    return settings, au.proposal_client_factory(settings, project)
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
@@ -235,9 +253,63 @@ def cmd_refine(args: argparse.Namespace) -> int:
         return 0
     if len(words) > 1:
         raise UsageError("usage: odin refine [LOOP]  (or: apply ID, reject ID, list [LOOP])")
-    result = refine(project, words[0] if words else None)
+    settings, factory = model_for_refine(project) if args.model else (None, None)
+    result = refine(project, words[0] if words else None, settings=settings, client_factory=factory)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         print(render_result(result))
+    return 0
+
+
+# -- odin memory ------------------------------------------------------------------------------
+
+
+def register_memory(subparsers) -> None:
+    p = subparsers.add_parser(
+        "memory",
+        help="show, remove or clear the project memory (decisions and lessons later runs read)",
+        description="Show the entries of .odin-loop/memory/decisions.md and lessons.md; `remove ID` edits one "
+        "out; `clear --force` deletes them all (or only one kind with --kind).",
+    )
+    p.add_argument("words", nargs="*", metavar="[remove ID | clear]")
+    p.add_argument("--kind", choices=("decision", "lesson"), help="only this kind of entry")
+    p.add_argument("--force", action="store_true", help="with clear: really delete the entries")
+    p.add_argument("--json", action="store_true", help="print the entries as JSON")
+    add_project(p)
+    p.set_defaults(handler=cmd_memory)
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from ..memory import Memory
+
+    mem = Memory(project_dir(args))
+    words = list(args.words)
+    if words[:1] == ["remove"]:
+        if len(words) != 2:
+            raise UsageError("usage: odin memory remove ID", hint="`odin memory` lists the ids")
+        entry = mem.remove(words[1])
+        print(f"removed {entry.id} ({entry.kind}, stage {entry.stage}, run {entry.run_id})")
+        return 0
+    if words[:1] == ["clear"]:
+        if len(words) != 1:
+            raise UsageError("usage: odin memory clear [--kind decision|lesson] --force")
+        if not args.force:
+            raise UsageError(f"clear deletes {len(mem.entries(args.kind))} memory entries",
+                             hint="add --force to delete them")
+        print(f"cleared {mem.clear(args.kind)} entries")
+        return 0
+    if words:
+        raise UsageError(f"unknown memory command {words[0]!r}", hint="odin memory [remove ID | clear --force]")
+    entries = mem.entries(args.kind)
+    if args.json:
+        print(json.dumps([asdict(e) for e in entries], indent=2))
+    elif not entries:
+        print(f"no memory yet ({mem.dir}): entries are written as runs end")
+    else:
+        for e in entries:
+            print(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}  {e.at}\n    {e.text}")
     return 0

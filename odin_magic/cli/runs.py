@@ -7,7 +7,8 @@ import json
 import sys
 
 from . import add_project, project_dir
-from ..engine import Engine, one_run_at_a_time, simulate
+from ..catalog import DEFAULT_LOOP, LoopCatalog
+from ..engine import Engine, damaged_blocks, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, RunRefused, UsageError
 from ..events import EngineEvent
 from ..interview.runner import waiting_question
@@ -36,19 +37,39 @@ def exit_code(state: RunState) -> int:
     return {"failed": 1, "blocked": 3}.get(state.status, 0)
 
 
+def ask_what_to_start(engine: Engine, task: str | None) -> tuple[str, str]:
+    """In a terminal with nothing to continue: ask which loop to start (default: seed 000's) and, unless
+    given, the task."""
+    names = [e.name for e in LoopCatalog(engine.project_dir).entries() if e.valid]
+    print(f"No active run in {engine.project_dir}. Loops: {', '.join(names)}")
+    try:
+        loop = input(f"loop to start [{DEFAULT_LOOP}]: ").strip() or DEFAULT_LOOP
+        if task is None:
+            task = input("task (one line: what you are building): ")
+    except EOFError:
+        raise UsageError("nothing chosen", hint='odin run LOOP --task "..."') from None
+    return loop, task
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    engine = engine_for(args)
+    active = engine.active()
+    if (args.loop is None and active is None and not args.unattended and sys.stdin.isatty()
+            and engine.blocking_damage() is None):
+        args.loop, args.task = ask_what_to_start(engine, args.task)
     if args.loop is None and args.task is not None:  # never continue (and approve) a run the user did not mean
         raise UsageError("--task starts a new run and needs its loop", hint='odin run LOOP --task "..."; '
                          "plain `odin run` continues the active run")
-    engine = engine_for(args)
     if args.unattended:
         _refuse_unless_schedulable(engine, args)
         engine.unattended = True
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
-    active = engine.active()
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
     if continuing:
         if active is None:
+            damaged = engine.blocking_damage()
+            if damaged is not None:
+                raise damaged_blocks(*damaged)
             raise NoActiveRun(f"no active run to continue in {engine.project_dir}",
                               hint="start one with `odin run LOOP --task TEXT`")
         if dry_flags:
@@ -123,11 +144,15 @@ def _cmd_status(args):
 
 
 def _cmd_runs(args):
-    states = engine_for(args).runs()
+    damaged: list[tuple[str, RunCorrupt]] = []
+    states = engine_for(args).runs(damaged)
     if args.json:
-        print(json.dumps([s.to_json() for s in states], indent=2, ensure_ascii=False))
+        rows = [s.to_json() for s in states] + [
+            {"run_id": run_id, "status": "damaged", "abandoned": exc.abandoned, "error": exc.message}
+            for run_id, exc in reversed(damaged)]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        print(render_runs(states))
+        print(render_runs(states, damaged))
     return 0
 
 
@@ -169,7 +194,8 @@ def register(sub) -> None:
     add_project(p)
     p.set_defaults(handler=_cmd_revise, drives_a_run=True)
 
-    p = sub.add_parser("step", help="run one stage and its gate without advancing")
+    p = sub.add_parser("step", help="run one stage and its gate without advancing (refused at a pause; "
+                       "on a failed latest run it reopens the run)")
     p.add_argument("stage", metavar="STAGE")
     add_project(p)
     p.set_defaults(handler=_cmd_step, drives_a_run=True)

@@ -25,6 +25,7 @@ import anthropic
 from pydantic import BaseModel
 
 from ..config import Settings, usage_with_cost
+from ..confine import is_confined
 from ..state import Usage
 from ..workers.base import WorkerError
 from ..workers.claude import api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
@@ -69,6 +70,8 @@ def project_digest(project_dir: Path, budget: int = EXPLORE_BUDGET_CHARS) -> str
         dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info"))
         for name in sorted(names):
             p = Path(root) / name
+            if not is_confined(p, [project_dir]):
+                continue  # a link to outside the project: never read into a prompt
             if p.suffix.lower() in CODE_SUFFIXES or name.lower() in ("readme.md", "pyproject.toml", "package.json"):
                 files.append(p)
         if len(files) > 400:

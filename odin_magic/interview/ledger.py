@@ -131,7 +131,8 @@ def render_log(state: InterviewState) -> str:
         reason = {
             "converged": "stop condition met",
             "hard_cap": f"hard cap reached ({state.round_cap} rounds); residual ambiguity recorded as Open Questions",
-            "user": "stopped by the user with the current clarity; residual ambiguity recorded as Open Questions",
+            "user": (f"accepted by the user at ambiguity {state.accepted_ambiguity or 0:.2f} (`proceed`); "
+                     "residual ambiguity recorded as Open Questions"),
         }.get(state.stopped_by or "", "stopped")
         out.append(f"outcome: {reason} after {state.round} rounds; stop condition {'holds' if check.holds else 'does not hold'}")
     return "\n".join(out) + "\n"

@@ -169,7 +169,7 @@ class OpenQuestion(_Kept):
     blocking: bool = False
     resolved: bool = False
     round: int = 0
-    source: Literal["model", "skip", "hard_cap", "user"] = "model"
+    source: Literal["model", "skip", "hard_cap", "user", "accepted"] = "model"  # accepted: left by `proceed`
 
 
 class ChallengeRecord(_Kept):
@@ -283,6 +283,8 @@ class InterviewState(_Kept):
     round_cap: int = 0  # the round at which this block of questioning stops (hard_cap, extended on reopen)
     warned: bool = False
     stopped_by: Literal["converged", "hard_cap", "user"] | None = None
+    #: ``proceed``: the run ambiguity the user accepted (the gate passes on it; cleared when the interview reopens)
+    accepted_ambiguity: float | None = None
     feedback: list[str] = Field(default_factory=list)
     attempt: int = 0  # the stage attempt (engine iterations) this interview last ran for
     started_at: str = ""

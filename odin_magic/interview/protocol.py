@@ -32,6 +32,9 @@ T = TypeVar("T")
 class Reply(Generic[T]):
     value: T
     usage: Usage = field(default_factory=Usage)
+    # what the user should know about this reply (e.g. that the offline script departs from their answer):
+    # told as a notice and kept in the round's notes (interview-log.md)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

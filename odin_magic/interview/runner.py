@@ -179,6 +179,12 @@ def interview_verdict(run_dir: Path, stage_id: str, commands=()) -> Verdict:
     blocking = []
     if state.phase != "done":
         blocking.append(f"the interview is not finished (round {state.round})")
+    elif state.stopped_by == "user" and state.accepted_ambiguity is not None:  # `proceed`: the user accepts it
+        failed = [f"gate command failed: {c.cmd}" for c in commands if not c.ok]
+        accepted = (f"accepted by the user at ambiguity {state.accepted_ambiguity:.2f} "
+                    f"(target {state.threshold:.2f}); the residual ambiguity is listed under Open Questions")
+        return Verdict(passed=not failed, reasons=[accepted] + reasons, blocking=failed,
+                       non_blocking=[q.text for q in state.open_questions if not q.resolved])
     if not check.ambiguity_ok:
         blocking.append(reasons[0])
     if check.missing_criteria:

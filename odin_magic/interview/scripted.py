@@ -10,6 +10,8 @@ resumed interview gets the same reply for the same round::
     rounds:
       1:
         question: What file formats arrive?
+        recorded: 1                      # the answer the round was recorded with (an option number or a text):
+                                         # any other answer is told "the offline script assumes option 1"
         offer_candidates: true
         candidates: [{answer: CSV only, confidence: high}, {answer: CSV and XLSX}]
         auto_answer: {assumption: CSV only, confidence: medium}
@@ -59,6 +61,14 @@ def _assessment(data: Any) -> RoundAssessment:
         {"text": q} if isinstance(q, str) else q for q in data.get("open_questions", [])
     ]
     return RoundAssessment.model_validate(data)
+
+
+def _same_answer(a: str, b: str) -> bool:
+    """Two answers alike once case, spacing and trailing punctuation are set aside."""
+    def norm(text: str) -> str:
+        return " ".join(str(text).casefold().split()).rstrip(".!")
+
+    return norm(a) == norm(b)
 
 
 class ScriptedInterviewModel:
@@ -156,6 +166,25 @@ class ScriptedInterviewModel:
         r = self._round(exchange.round)
         data = r.get("auto_assessment") if exchange.answered_by == "auto" and "auto_assessment" in r else r.get("assessment")
         try:
-            return self._reply(_assessment(data), brief)
+            reply = self._reply(_assessment(data), brief)
         except ValueError as exc:
             raise UsageError(f"{self.source}: rounds.{exchange.round}.assessment is invalid: {exc}") from None
+        departure = self._departure(r, exchange)
+        return Reply(reply.value, reply.usage, (departure,)) if departure else reply
+
+    def _departure(self, r: dict, exchange: Exchange) -> str | None:
+        """The note for an answer other than the one the script was recorded with (``recorded:``): the
+        scores, criteria and spec that follow are the script's, not a reading of this answer."""
+        recorded = r.get("recorded")
+        if recorded is None:
+            return None
+        candidates = [c if isinstance(c, str) else (c or {}).get("answer", "") for c in r.get("candidates", [])]
+        key = str(recorded).strip()
+        if key.isdigit() and 1 <= int(key) <= len(candidates):
+            text, assumed = candidates[int(key) - 1], f"option {key} (\"{candidates[int(key) - 1]}\")"
+        else:
+            text, assumed = key, f"the answer \"{key}\""
+        if _same_answer(exchange.answer, text):
+            return None
+        return (f"round {exchange.round}: the offline script assumes {assumed}; the spec follows the script, "
+                "not your answer (a real model reads your answer: set ANTHROPIC_API_KEY and drop the script)")

@@ -13,7 +13,7 @@ What a user may answer while a round's question is pending:
 * free text — their answer; a digit ``1``..``3`` picks an offered candidate;
 * ``you decide`` (also ``not sure``, ``I don't know``) — auto-answer, when auto-assist is on;
 * ``skip`` — the question is parked under Open Questions;
-* ``proceed`` — from round 10 on: stop with the current clarity.
+* ``proceed`` — from round 10 on: stop, accepting the residual ambiguity (the gate passes on it).
 """
 
 from __future__ import annotations
@@ -243,6 +243,7 @@ class InterviewSession:
             return self.start()
         st.phase = "questioning" if st.topology_confirmed_at else "topology"
         st.stopped_by = None
+        st.accepted_ambiguity = None
         st.ended_at = None
         st.round_cap = st.round + st.hard_cap
         st.warned = False
@@ -255,10 +256,16 @@ class InterviewSession:
                                  run_dir=str(self.path.parent))
 
     def _call(self, fn: Callable[..., Reply], *args):
+        return self._call_reply(fn, *args).value
+
+    def _call_reply(self, fn: Callable[..., Reply], *args) -> Reply:
+        """A model call: its usage counted, its notes told."""
         reply = fn(*args)
         with self._lock:
             self._usage = self._usage + reply.usage
-        return reply.value
+        for note in reply.notes:
+            self._emit("notice", note, {})
+        return reply
 
     def _parallel(self, *calls: tuple) -> list:
         """Run independent model calls concurrently; results in call order."""
@@ -438,7 +445,9 @@ class InterviewSession:
             challenge_probe=ch.probe if ch and ch.probe else None,
             challenge_answer=ch.answer if ch and ch.probe else None,
         )
-        return self._call(self.model.score_round, self._brief(record.number), exchange)
+        reply = self._call_reply(self.model.score_round, self._brief(record.number), exchange)
+        record.notes.extend(reply.notes)
+        return reply.value
 
     def _auto_answer(self, record: RoundRecord) -> None:
         st = self.state
@@ -605,19 +614,7 @@ class InterviewSession:
         st.draft = None
         st.ended_at = self._now()
         if by != "converged":
-            per = cv.component_ambiguities(st)
-            for comp in st.active:
-                amb = per[comp.name]
-                if cv.within(amb, st.threshold):
-                    continue
-                scores = st.clarity.get(comp.name, ClarityScores())
-                weakest = min(st.weights, key=lambda d: scores.get(d))
-                text = (
-                    f"[{comp.name}] residual ambiguity {amb:.2f} above the target {st.threshold:.2f} "
-                    f"(weakest: {weakest} {scores.get(weakest):.2f})"
-                )
-                if not any(q.text == text for q in st.open_questions):
-                    st.open_questions.append(OpenQuestion(text=text, round=st.round, source="hard_cap"))
+            self._record_residual(accepted=by == "user")
         self._save()
         check = cv.stop_check(st)
         self._emit(
@@ -625,6 +622,29 @@ class InterviewSession:
             f"interview finished ({by}) after {st.round} rounds: ambiguity {check.ambiguity:.2f}",
             {"summary": self.summary().model_dump(mode="json"), "stopped_by": by, "stop_condition": check.holds},
         )
+
+    def _record_residual(self, accepted: bool) -> None:
+        """What is still unclear at a stop short of convergence, as Open Questions. ``accepted`` (``proceed``):
+        the user accepts it, so the gate passes on it (``accepted_ambiguity``) and it is not asked about again."""
+        st = self.state
+        per = cv.component_ambiguities(st)
+        suffix, source = (" — accepted by the user", "accepted") if accepted else ("", "hard_cap")
+        residual = []
+        for comp in st.active:
+            amb = per[comp.name]
+            if cv.within(amb, st.threshold):
+                continue
+            scores = st.clarity.get(comp.name, ClarityScores())
+            weakest = min(st.weights, key=lambda d: scores.get(d))
+            residual.append(f"[{comp.name}] residual ambiguity {amb:.2f} above the target {st.threshold:.2f} "
+                            f"(weakest: {weakest} {scores.get(weakest):.2f}){suffix}")
+        if accepted:
+            residual += [f"[{name}] no testable acceptance criterion yet{suffix}"
+                         for name in cv.stop_check(st).missing_criteria]
+            st.accepted_ambiguity = cv.run_ambiguity(st)[0]
+        for text in residual:
+            if not any(q.text == text for q in st.open_questions):
+                st.open_questions.append(OpenQuestion(text=text, round=st.round, source=source))
 
     # -- persistence ---------------------------------------------------------------
     def _now(self) -> str:

@@ -154,8 +154,9 @@ def apply_topology_edits(state: InterviewState, edits: list[TopologyEdit]) -> bo
             f"the topology would have {len(work.components)} components; at most {MAX_COMPONENTS} are allowed",
             hint="merge or defer some components",
         )
-    if confirm and not work.active:
-        raise TopologyEditError("every component is deferred", hint="keep at least one component active")
+    if not work.active:  # refused at once, not only when the topology is confirmed
+        raise TopologyEditError("every component is deferred: nothing would be left to build",
+                                hint="keep at least one component active")
     state.components = work.components
     state.next_component = work.next_component
     return confirm

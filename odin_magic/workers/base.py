@@ -92,12 +92,14 @@ class StageJob:
     last_failure: str | None = None  # why this stage's (or a later stage's) gate last failed
     attempt: int = 0  # iterations[stage] so far
     max_turns: int | None = None  # a bound tighter than the settings' (the judge's explorer)
+    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.memory)
 
 
 @dataclass(frozen=True)
 class StageResult:
     summary: str = ""
     usage: Usage = field(default_factory=Usage)
+    report: str = ""  # the worker's final answer in full: what the engine writes for a reporting (explore) stage
     edit_checks: list[dict] = field(default_factory=list)  # fast-fail checks of written files (postedit.EditCheck)
 
 
@@ -115,6 +117,7 @@ class JudgeJob:
     commands: list[CommandEvidence]
     context: str | None = None  # an explorer's answers to this judge's NEEDS_CONTEXT questions
     concerns: list[str] = field(default_factory=list)  # earlier judges' concerns, carried forward
+    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.memory)
 
 
 @dataclass(frozen=True)

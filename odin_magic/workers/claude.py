@@ -27,19 +27,24 @@ import concurrent.futures
 import json
 import logging
 import os
+import random
 import uuid
-from contextlib import AsyncExitStack
+import warnings
+from contextlib import AsyncExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 import anthropic
+import httpx2
 from anthropic import AsyncAnthropic
 from anthropic.lib.tools.agent_toolset import AgentToolContext
 from pydantic import ValidationError
 
 from ..config import Settings, usage_with_cost
 from ..errors import ConfigError
+from ..processes import reap_orphans
 from ..roles import STUB_DIR, load_persona, policy_for
 from ..secrets import redact, redact_request, register
 from ..loop import Loop
@@ -105,6 +110,16 @@ class _ReapedChildFilter(logging.Filter):
 
 
 logging.getLogger("asyncio").addFilter(_ReapedChildFilter())
+
+
+@contextmanager
+def _quiet_unknown_tools() -> Iterator[None]:
+    """A call to a tool that does not exist is answered to the model by the tool runner (a tool error)
+    and recorded by the worker (tool-refusals.jsonl, the live view); the runner's warning about it
+    would only be noise on the terminal."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Tool '.*' not found in tool runner", category=UserWarning)
+        yield
 
 
 def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
@@ -176,6 +191,33 @@ class _Lines:
         self._buf = ""
 
 
+class _Interrupted(Exception):
+    """A reply that broke off in the middle (the connection dropped, the stream ended early, or the
+    API sent an overload/server error event): it is asked for again, like an overloaded answer."""
+
+
+#: Error events inside a begun reply that a new request may not meet again.
+_TRANSIENT_ERRORS = ("overloaded_error", "api_error", "rate_limit_error")
+
+
+@dataclass
+class _Turns:
+    """What a stage's conversation has come to so far: kept across a reply that broke off."""
+
+    history: list[dict[str, Any]]  # everything to send again (the stage's brief, replies, tool results)
+    prior: Usage  # the run's usage before this stage
+    text_out: "_Lines"
+    emit: Callable[[str, str], None]
+    usage: Usage = field(default_factory=Usage)
+    last: Any = None
+    count: int = 0  # completed model turns
+
+
+def backoff(retry: int) -> float:
+    """Seconds before retry ``retry`` (1, 2, ...): the SDK's schedule, 0.5 s doubling up to 8 s, with jitter."""
+    return min(0.5 * 2 ** (retry - 1), 8.0) * (1 - 0.25 * random.random())
+
+
 def _api_message(exc: Exception) -> str:
     """The API's own error text (``overloaded_error: Overloaded``), not the SDK's dump of the body."""
     body = getattr(exc, "body", None)
@@ -209,6 +251,8 @@ def api_failure(exc: Exception, settings: Settings, what: str, model: str | None
         return WorkerError(f"{what}: the API answered {exc.status_code} {retries} ({detail}). {again}")
     if isinstance(exc, anthropic.APITimeoutError):
         return WorkerError(f"{what}: the API timed out {retries}. {again}")
+    if isinstance(exc, anthropic.APIConnectionError) and isinstance(exc.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)):
+        return WorkerError(f"{what}: the connection dropped before the reply was complete, {retries} ({exc.__cause__}). {again}")
     if isinstance(exc, anthropic.APIConnectionError):
         where = f"{settings.base_url} (ANTHROPIC_BASE_URL)" if settings.base_url else "the Anthropic API"
         return WorkerError(f"{what}: cannot reach {where} {retries} ({exc}). {again}")
@@ -241,9 +285,10 @@ class ClaudeWorker:
     """A :class:`~odin_magic.workers.base.Worker` backed by Claude."""
 
     def __init__(self, settings: Settings, client_factory: ClientFactory | None = None,
-                 clock: Callable[[], datetime] | None = None):
+                 clock: Callable[[], datetime] | None = None, retry_delay: Callable[[int], float] = backoff):
         self.settings = settings
         self.clock = clock or datetime.now
+        self.retry_delay = retry_delay  # seconds before asking again for a reply that broke off
         self._client_factory = client_factory or default_client_factory(settings)
         self._warned_price: set[str] = set()
 
@@ -312,9 +357,6 @@ class ClaudeWorker:
         prior = spent_before(job.run_dir)  # the loop's budget also bounds a stage while it runs
         start = len(messages) - 1  # the new stage's user message
         history = list(messages)
-        usage = Usage()
-        last: Any = None
-        model = self.settings.model
         text_out = _Lines(lambda line: emit("text", line))
 
         async with AsyncExitStack() as stack:
@@ -334,56 +376,23 @@ class ClaudeWorker:
                 on_error=lambda msg: emit("info", msg),
                 check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env),
             )
+            stack.callback(reap_orphans, Path(job.run_dir), "bash")  # after the shell: what it left running
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
+            turns = _Turns(history=history, prior=prior, text_out=text_out, emit=emit)
             try:
-                runner = client.beta.messages.tool_runner(
-                    model=model,
-                    max_tokens=self.settings.max_tokens,
-                    system=system,
-                    messages=messages,
-                    tools=toolbox.tools,
-                    stream=True,
-                    thread=False,
-                    max_iterations=job.max_turns or self.settings.max_turns,
-                    cache_control={"type": "ephemeral"},
-                    extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
-                )
-                async for stream in runner:
-                    async for event in stream:
-                        if event.type == "text":
-                            text_out.feed(event.text)
-                        elif event.type == "content_block_stop":
-                            text_out.flush()
-                    text_out.flush()
-                    last = await stream.get_final_message()
-                    usage = usage + self._cost(model, usage_of(last), lambda t: emit("info", t))
-                    history.append(assistant_param(last))
-                    exceeded = over_budget(job.loop, prior + usage)
-                    if exceeded is not None and last.stop_reason == "tool_use":
-                        emit("info", f"the loop's budget is used up ({exceeded}): the stage stops here")
-                        await runner.close()
-                        break
-                    if last.stop_reason == "model_context_window_exceeded":
-                        raise WorkerError(
-                            f"stage {stage_id}: the conversation outgrew the model's context window. "
-                            "Lower ODIN_CONTEXT_BUDGET or split the stage; the run stays resumable."
-                        )
-                    if last.stop_reason == "refusal":  # the gate decides what the stage did produce
-                        emit("info", f"the model declined to continue: {final_text(last)[:300]}")
-                        break
-                    if last.stop_reason == "tool_use":
-                        results = await runner.generate_tool_call_response()  # cached: the runner reuses it
-                        if results is not None:
-                            history.append(redact(dict(results)))
-                    elif last.stop_reason == "max_tokens":
-                        emit("info", f"the reply hit max_tokens ({self.settings.max_tokens}); the stage ends here")
+                await self._converse(client, job, system, toolbox, turns)
             except WorkerError as exc:
-                exc.usage = usage
+                exc.usage = turns.usage
                 raise
             except (anthropic.AnthropicError, ValidationError) as exc:
                 err = api_failure(exc, self.settings, f"stage {stage_id}")
-                err.usage = usage
+                err.usage = turns.usage
                 raise err from exc
+            except ValueError as exc:  # not JSON, or not a Messages event stream
+                err = malformed_reply(exc, f"stage {stage_id}")
+                err.usage = turns.usage
+                raise err from exc
+            usage, last = turns.usage, turns.last
 
         if last is not None and last.stop_reason == "tool_use" and over_budget(job.loop, prior + usage) is None:
             emit("info", f"the stage used its {job.max_turns or self.settings.max_turns} model turns and ends here")
@@ -393,7 +402,120 @@ class ClaudeWorker:
             thread.save()
         if toolbox.refusals:
             summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
-        return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks])
+        return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks],
+                           report=final_text(last) if last is not None else "")
+
+    async def _converse(self, client: AsyncAnthropic, job: StageJob, system: Any, toolbox: RoleToolbox,
+                        turns: _Turns) -> None:
+        """The stage's model turns through the tool runner. A reply that breaks off is asked for
+        again from the history so far, ``max_retries`` times in a row at most, like an overloaded
+        answer; then the stage stops with a :class:`WorkerError` (the run stays resumable)."""
+        stage_id = job.stage.id
+        retries = 0
+        while True:
+            done_before = turns.count
+            runner = client.beta.messages.tool_runner(
+                model=self.settings.model,
+                max_tokens=self.settings.max_tokens,
+                system=system,
+                messages=list(turns.history),
+                tools=toolbox.tools,
+                stream=True,
+                thread=False,
+                max_iterations=max(1, (job.max_turns or self.settings.max_turns) - turns.count),
+                cache_control={"type": "ephemeral"},
+                extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
+            )
+            try:
+                await self._turn_loop(runner, job, toolbox, turns)
+                return
+            except _Interrupted as exc:
+                retries = 1 if turns.count > done_before else retries + 1  # counted per reply, as the SDK does
+                n = self.settings.max_retries
+                if retries > n:
+                    raise WorkerError(
+                        f"stage {stage_id}: {exc}, after {n} {'retry' if n == 1 else 'retries'}. "
+                        "The run stays resumable: `odin run` (or %odin run) performs this step again."
+                    ) from None
+                turns.emit("info", f"{exc}: asking again (retry {retries} of {n})")
+                await asyncio.sleep(self.retry_delay(retries))
+            finally:
+                await runner.close()
+
+    async def _turn_loop(self, runner: Any, job: StageJob, toolbox: RoleToolbox, turns: _Turns) -> None:
+        stage_id = job.stage.id
+        emit = turns.emit
+        model = self.settings.model
+        async for stream in runner:
+            last = await self._read_reply(stream, turns)
+            turns.last = last
+            turns.count += 1
+            turns.usage = turns.usage + self._cost(model, usage_of(last), lambda t: emit("info", t))
+            turns.history.append(assistant_param(last))
+            exceeded = over_budget(job.loop, turns.prior + turns.usage)
+            if exceeded is not None and last.stop_reason == "tool_use":
+                emit("info", f"the loop's budget is used up ({exceeded}): the stage stops here")
+                await runner.close()
+                break
+            if last.stop_reason == "model_context_window_exceeded":
+                raise WorkerError(
+                    f"stage {stage_id}: the conversation outgrew the model's context window. "
+                    "Lower ODIN_CONTEXT_BUDGET or split the stage; the run stays resumable."
+                )
+            if last.stop_reason == "refusal":  # the gate decides what the stage did produce
+                emit("info", f"the model declined to continue: {final_text(last)[:300]}")
+                break
+            if last.stop_reason == "tool_use":
+                unknown = [b.name for b in last.content if b.type == "tool_use" and b.name not in toolbox.names]
+                for name in unknown:
+                    toolbox.unknown_tool(name)  # the runner answers it with a tool error
+                with _quiet_unknown_tools() if unknown else nullcontext():
+                    results = await runner.generate_tool_call_response()  # cached: the runner reuses it
+                if results is not None:
+                    turns.history.append(redact(dict(results)))
+            elif last.stop_reason == "max_tokens":
+                emit("info", f"the reply hit max_tokens ({self.settings.max_tokens}); the stage ends here")
+
+    async def _read_reply(self, stream: Any, turns: _Turns) -> Any:
+        """Stream one reply to the sink; the whole message, or :class:`_Interrupted` when it broke off."""
+        started = complete = False
+        try:
+            async for event in stream:
+                if event.type == "message_start":
+                    started = True
+                elif event.type == "message_stop":
+                    complete = True
+                elif event.type == "text":
+                    turns.text_out.feed(event.text)
+                elif event.type == "content_block_stop":
+                    turns.text_out.flush()
+        except httpx2.TransportError as exc:  # e.g. RemoteProtocolError: the peer closed the connection
+            self._count_partial(stream, turns, started)
+            raise _Interrupted(f"the connection to the API dropped in the middle of a reply ({exc or type(exc).__name__})") from None
+        except anthropic.APIStatusError as exc:
+            kind = (exc.body or {}).get("error", {}).get("type") if isinstance(exc.body, dict) else None
+            if exc.status_code >= 400 or kind not in _TRANSIENT_ERRORS:
+                raise
+            self._count_partial(stream, turns, started)
+            raise _Interrupted(f"the API reported an error in the middle of its reply ({_api_message(exc)})") from None
+        finally:
+            turns.text_out.flush()
+        if not started:
+            raise ValueError("the reply was not a Messages event stream (no message_start event)")
+        if not complete:
+            self._count_partial(stream, turns, started)
+            raise _Interrupted("the reply stream ended before the message was complete")
+        return await stream.get_final_message()
+
+    def _count_partial(self, stream: Any, turns: _Turns, started: bool) -> None:
+        """A reply that broke off was paid for as far as it went: count what its events reported."""
+        if not started:
+            return
+        try:
+            partial = usage_of(stream.current_message_snapshot)
+        except Exception:  # nothing readable was accumulated
+            return
+        turns.usage = turns.usage + self._cost(self.settings.model, partial, lambda t: turns.emit("info", t))
 
     # -- judge --------------------------------------------------------------------------
 

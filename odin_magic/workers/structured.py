@@ -39,11 +39,14 @@ def reply_text(message: Any) -> str:
 
 async def ask_structured(client: Any, output: type[M], **params: Any) -> Structured[M]:
     """``client.messages.create`` with ``output``'s JSON schema as the output format; the reply is
-    validated by ``output`` after it is returned. API errors propagate as the SDK raises them."""
+    validated by ``output`` after it is returned. API errors propagate as the SDK raises them; a
+    body that is not a message (``{}``, a list, an HTML page) is a ``ValueError``."""
     schema = transform_schema(output)
     reply = await client.messages.create(
         **params, output_config={"format": {"type": "json_schema", "schema": schema}}
     )
+    if getattr(reply, "type", None) != "message" or not isinstance(getattr(reply, "content", None), list):
+        raise ValueError(f"the reply is not a Messages API message (got {type(reply).__name__})")
     if reply.stop_reason == "refusal":
         return Structured(reply, None)
     try:

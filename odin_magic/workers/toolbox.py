@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable
+
+from pydantic import ValidationError
 
 from anthropic.lib.tools import BetaAsyncFunctionTool, ToolError, beta_async_tool
 from anthropic.lib.tools._beta_functions import aclose_runnable_tool
@@ -28,6 +30,7 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_tools
 
 from ..gates import command_env, run_command
 from ..loop import GateCommand
+from ..processes import shell_guard_env
 from ..postedit import EditCheck, check_edit, failure_message
 from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
 from ..secrets import redact
@@ -38,9 +41,12 @@ EditChecker = Callable[[Path, str], list[EditCheck]]
 
 def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
     """The bash tool's environment: the gate commands' own (so the model can run a gate command
-    exactly as the gate will; it carries no ``ANTHROPIC_*`` variable)."""
+    exactly as the gate will; it carries no ``ANTHROPIC_*`` variable). The shell puts itself
+    under odin's shell guard (a process group of its own that dies with the driver,
+    :mod:`odin_magic.processes`)."""
     env = command_env(project_dir, run_dir, run_id, stage_id)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
+    env.update(shell_guard_env(run_dir))
     return env
 
 
@@ -116,23 +122,51 @@ class RoleToolbox:
         except ValueError:
             return Path(os.path.realpath(path))
 
-    def _refuse(self, message: str) -> None:
+    @property
+    def names(self) -> list[str]:
+        return [tool.name for tool in self._sdk_tools]
+
+    def _record(self, message: str) -> str:
         message = redact(message)
         self.refusals.append(message)
-        self._on_refused(message)
-        raise ToolError(f"refused: {message}")
+        self._on_refused(message)  # the live view's tool_refused line, and tool-refusals.jsonl
+        return message
+
+    def _refuse(self, message: str) -> None:
+        raise ToolError(f"refused: {self._record(message)}")
+
+    def unknown_tool(self, name: str) -> None:
+        """A call to a tool that does not exist: the tool runner answers it with a tool error; it is recorded here."""
+        self._record(f"there is no tool named {name!r} (the tools are: {', '.join(self.names)})")
+
+    def _check_paths(self, name: str, args: dict[str, Any]) -> None:
+        """The SDK's own confinement, checked first so that a path that leaves the project (and the
+        run dir) is refused and recorded like any other refusal."""
+        key = {"read": "file_path", "write": "file_path", "edit": "file_path", "glob": "path", "grep": "path"}.get(name)
+        value = args.get(key) if key else None
+        if isinstance(value, str) and value:
+            try:
+                resolve_path(self.ctx, value)
+            except ValueError as exc:
+                self._refuse(f"{name}: {exc}")
+        pattern = args.get("pattern")
+        if name == "glob" and isinstance(pattern, str) and (
+            PurePosixPath(pattern).is_absolute() or ".." in PurePosixPath(pattern).parts
+        ):
+            self._refuse(f"glob: the pattern {pattern!r} would leave the project (absolute, or with '..')")
 
     def _check(self, name: str, args: dict[str, Any]) -> None:
         role = self.policy.name
         if not self.policy.allows_tool(name):
             allowed = ", ".join(sorted(self.policy.tools))
             self._refuse(f"the {role} role may not use the {name} tool (allowed: {allowed})")
+        self._check_paths(name, args)
         if name in WRITE_TOOLS:
             file_path = str(args.get("file_path", ""))
             try:
                 target = resolve_path(self.ctx, file_path)
             except ValueError:
-                return  # the SDK tool reports the confinement error itself
+                return  # not a usable path: the SDK tool says why
             if not write_allowed(self.policy, target, self.produces, self.stub_dir):
                 self._refuse(f"the {role} role may not {name} {file_path}: {self.policy.describe()}")
 
@@ -156,12 +190,24 @@ class RoleToolbox:
                 if clean is exc.content:
                     raise
                 raise ToolError(clean) from None
+            except ValueError as exc:
+                if isinstance(exc.__cause__, ValidationError):  # the model's arguments do not fit the tool
+                    self._refuse(f"invalid arguments for the {name} tool: {_argument_problems(exc.__cause__)}")
+                raise self._failed(name, exc) from None
+            except Exception as exc:  # a tool's own failure: a tool error for the model, no traceback
+                raise self._failed(name, exc) from None
             if name in WRITE_TOOLS and self._check_edit is not None:
                 await self._fast_fail(str(args.get("file_path", "")))
             return result
 
         call.__name__ = name
         return beta_async_tool(name=name, description=tool.description, input_schema=schema)(call)
+
+    def _failed(self, name: str, exc: Exception) -> ToolError:
+        text = redact(f"{name} failed: {type(exc).__name__}: {exc}")
+        if self._on_error is not None:
+            self._on_error(text.splitlines()[0][:200])
+        return ToolError(text)
 
     async def _fast_fail(self, file_path: str) -> None:
         """Check the file just written; a failed check goes back to the model as the tool's error."""
@@ -181,3 +227,13 @@ class RoleToolbox:
         """End what the tools hold (the bash tool's shell), whatever happened in the stage."""
         for tool in self._sdk_tools:
             await aclose_runnable_tool(tool)
+
+
+def _argument_problems(exc: ValidationError) -> str:
+    """``file_path: missing required argument; nonsense: unexpected keyword argument``."""
+    parts = []
+    for err in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg'][0].lower()}{err['msg'][1:]}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")

@@ -1,0 +1,144 @@
+"""Scope: which files a stage may change, and which changes need a human's sign-off.
+
+After a stage's work the engine compares the checkpoints before and after it
+(:mod:`odin_magic.checkpoints`) and checks every changed file, whoever changed
+it (a file tool or ``bash``):
+
+* **The role's write rule**: explore writes nothing; planner and reviewer
+  their ``produces``; critic its ``produces`` (and ``harness/stub/``, which is
+  in the run dir); executor — and a stage without a role — anywhere.
+* **The stage's ``scope:``** (a list of globs, optional) narrows that rule: a
+  change must also match one of its globs. For an executor it narrows
+  "anywhere"; for the other roles it narrows their ``produces`` (a ``produces``
+  entry outside the scope is a validation error).
+
+A change outside what the stage may write is reverted to the checkpoint and the
+gate fails with the list ("reviewer changed src/app.py outside its scope:
+reverted").
+
+**Risk**: a loop-level ``risk:`` list of globs (``migrations/**``,
+``.github/**``, ``pyproject.toml``): a stage whose changes match one pauses for
+human sign-off after its gate passes, even when its gate mode is ``ai``.
+
+Globs are project-relative, with ``/`` separators: ``*`` and ``?`` match within
+one path segment, ``**`` any number of segments, and a pattern ending in ``/``
+matches everything under that directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .artifacts import placements
+from .checkpoints import Change
+from .loop import Loop, Stage
+from .roles import policy_for
+
+
+@functools.lru_cache(maxsize=512)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern.endswith("/"):
+        pattern += "**"
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(patterns: list[str] | tuple[str, ...], path: str) -> bool:
+    return any(glob_regex(p).match(path) for p in patterns)
+
+
+def literal_prefix(pattern: str) -> str:
+    """The part of a glob before its first wildcard."""
+    m = re.search(r"[*?\[]", pattern)
+    return pattern[: m.start()] if m else pattern
+
+
+def may_overlap(a: str, b: str) -> bool:
+    """Whether globs ``a`` and ``b`` could match a common path (a cautious over-approximation)."""
+    pa, pb = literal_prefix(a), literal_prefix(b)
+    return pa.startswith(pb) or pb.startswith(pa)
+
+
+@dataclass(frozen=True)
+class ScopeRule:
+    """What one stage may change in the project tree."""
+
+    who: str  # the role, or inline/fresh
+    anywhere: bool  # the role may write anywhere (before ``scope`` narrows it)
+    produces: tuple[str, ...]  # project-relative produces (directories end in "/")
+    scope: tuple[str, ...] | None
+
+    def allows(self, path: str) -> bool:
+        by_role = self.anywhere or matches(self.produces, path)
+        return by_role and (self.scope is None or matches(self.scope, path))
+
+    def describe(self) -> str:
+        role = "anywhere" if self.anywhere else (", ".join(self.produces) or "nothing")
+        return role if self.scope is None else f"{role}, within scope {', '.join(self.scope)}"
+
+
+def rule_for(stage: Stage, project_dir: Path, run_dir: Path) -> ScopeRule:
+    agent = stage.resolved_agent
+    policy = policy_for(agent)
+    produces = []
+    if policy.writes != "none":
+        for entry, p in placements(stage.produces, project_dir, run_dir, stage.id).items():
+            try:
+                rel = p.path.relative_to(project_dir).as_posix()
+            except ValueError:
+                continue
+            if not rel.startswith(".odin-loop/"):
+                produces.append(rel + "/" if p.is_dir else rel)
+    return ScopeRule(who=agent.label, anywhere=policy.writes == "anywhere", produces=tuple(produces),
+                     scope=tuple(stage.scope) if stage.scope is not None else None)
+
+
+def violations(rule: ScopeRule, changes: list[Change]) -> list[Change]:
+    return [c for c in changes if not rule.allows(c.path)]
+
+
+def violation_reason(rule: ScopeRule, bad: list[Change]) -> str:
+    listed = ", ".join(f"{c.path} ({c.kind})" for c in bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
+    return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted"
+
+
+def risky(loop: Loop, changes: list[Change]) -> list[str]:
+    """The changed paths that match the loop's ``risk`` globs."""
+    return [c.path for c in changes if loop.risk and matches(loop.risk, c.path)]
+
+
+def could_touch_risk(stage: Stage, loop: Loop) -> list[str]:
+    """The loop's risk globs a stage's changes could match (for ``odin validate --schedulable``)."""
+    policy = policy_for(stage.resolved_agent)
+    if not loop.risk or policy.writes == "none":
+        return []
+    if stage.scope is not None:
+        writable = list(stage.scope)
+    elif policy.writes == "anywhere":
+        return list(loop.risk)
+    else:
+        writable = [p for p in stage.produces if "/" in p.rstrip("/") or p.endswith("/")]
+        writable = [p for p in writable if not p.startswith("harness")]
+    return [r for r in loop.risk if any(may_overlap(w, r) for w in writable)]

@@ -1,0 +1,183 @@
+"""Checkpoints (issue 11, item 1): a shadow git repository under .odin-loop/, through the real engine,
+Claude worker and SDK against the offline scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from odin_magic.checkpoints import CheckpointError, Checkpoints
+from odin_magic.engine import WorkerFailed
+
+from scripted_runs import scripted_engine
+
+LOOP = """
+name: build
+max_iterations: 3
+stages:
+  - id: build
+    produces: [src/]
+    gate: {mode: ai, check: src/app.py exists}
+  - id: docs
+    produces: [docs/]
+    gate: {mode: ai, check: docs exist}
+"""
+
+SCRIPT = """
+stages:
+  build:
+    - tools:
+        - write: {file_path: src/app.py, content: "print('hello')\\nprint('world')\\n"}
+        - bash: {command: "rm old.txt && printf 'x\\\\000y' > data.bin && echo junk > build/out.o"}
+    - text: built
+  docs:
+    - tools: [{write: {file_path: docs/index.md, content: "# Docs\\n"}}]
+    - text: documented
+default_verdict: {status: DONE, passed: true}
+"""
+
+
+def git(cwd, *args, **kw) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def records(engine, state, kind):
+    log = engine.run_dir(state.run_id) / "events.jsonl"
+    return [r for r in map(json.loads, log.read_text().splitlines()) if r["type"] == kind]
+
+
+def seed_project(project):
+    (project / "old.txt").write_text("old\n")
+    (project / ".gitignore").write_text("build/\n")
+    (project / "build").mkdir()
+
+
+def test_each_stage_execution_records_its_checkpoint_and_what_it_changed(project, write_loop):
+    write_loop(LOOP)
+    seed_project(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("build", "t")
+    assert state.status == "done"
+    build, docs = state.history
+    assert build.checkpoint and build.after and docs.checkpoint == build.after
+    logged = records(engine, state, "checkpoint")
+    assert [(r["stage"], r["set"]["checkpoint"]["before"]) for r in logged] == [
+        ("build", build.checkpoint), ("docs", docs.checkpoint)]
+    evidence = json.loads((engine.run_dir(state.run_id) / build.evidence).read_text())
+    assert evidence["changes"] == [
+        {"path": "data.bin", "kind": "added", "added": None, "deleted": None},
+        {"path": "old.txt", "kind": "deleted", "added": 0, "deleted": 1},
+        {"path": "src/app.py", "kind": "added", "added": 2, "deleted": 0},
+    ]  # build/ (.gitignore'd) and .odin-loop/ are left out
+
+
+def test_the_users_repository_is_never_touched(project, write_loop):
+    write_loop(LOOP)
+    git(project, "init", "-q")
+    seed_project(project)
+    (project / "tracked.txt").write_text("v1\n")
+    git(project, "add", "tracked.txt", "old.txt", ".gitignore")
+    git(project, "commit", "-q", "-m", "first")
+    (project / "tracked.txt").write_text("v2\n")
+    git(project, "stash", "-q")
+    (project / "tracked.txt").write_text("v3 staged\n")
+    git(project, "add", "tracked.txt")
+    before = {
+        "status": git(project, "status", "--porcelain=v1", "--untracked-files=no"),
+        "refs": git(project, "show-ref"), "stash": git(project, "stash", "list"),
+        "index": (project / ".git" / "index").read_bytes(), "head": git(project, "rev-parse", "HEAD"),
+    }
+    engine, _ = scripted_engine(project, SCRIPT)
+    assert engine.start("build", "t").status == "done"
+    after = {
+        "status": git(project, "status", "--porcelain=v1", "--untracked-files=no"),
+        "refs": git(project, "show-ref"), "stash": git(project, "stash", "list"),
+        "index": (project / ".git" / "index").read_bytes(), "head": git(project, "rev-parse", "HEAD"),
+    }
+    # the stage deleted old.txt itself (that shows); nothing else about the user's repository changed
+    assert after["refs"] == before["refs"] and after["stash"] == before["stash"] and after["head"] == before["head"]
+    assert after["index"] == before["index"]
+    assert before["status"] == "M  tracked.txt\n" and after["status"] == " D old.txt\nM  tracked.txt\n"
+    assert (project / "tracked.txt").read_text() == "v3 staged\n"
+
+
+def test_a_resumed_stage_execution_keeps_its_checkpoint(project, write_loop):
+    write_loop(LOOP)
+    seed_project(project)
+    engine, _ = scripted_engine(project, """
+stages:
+  build:
+    attempts:
+      - turns:
+          - tools: [{write: {file_path: src/half.py, content: "x = 1\\n"}}]
+          - error: {status: 400, message: scripted failure mid-stage}
+      - turns:
+          - tools: [{write: {file_path: src/app.py, content: "y = 2\\n"}}]
+          - text: done
+  docs:
+    - tools: [{write: {file_path: docs/index.md, content: "# Docs\\n"}}]
+    - text: documented
+default_verdict: {status: DONE, passed: true}
+""")
+    with pytest.raises(WorkerFailed):
+        engine.start("build", "t")
+    state = engine.run()
+    assert state.status == "done"
+    logged = [r["stage"] for r in records(engine, state, "checkpoint")]
+    assert logged == ["build", "docs"]  # one checkpoint for build's execution, found again on resume
+    evidence = json.loads((engine.run_dir(state.run_id) / state.history[0].evidence).read_text())
+    assert {c["path"] for c in evidence["changes"]} == {"src/half.py", "src/app.py"}
+
+
+def test_a_damaged_store_is_one_clear_error_and_nothing_changes(project, write_loop):
+    write_loop(LOOP)
+    seed_project(project)
+    store = Checkpoints(project)
+    store.snapshot()
+    shutil.rmtree(store.git_dir / "objects")
+    engine, _ = scripted_engine(project, SCRIPT)
+    with pytest.raises(CheckpointError) as caught:
+        engine.start("build", "t")
+    assert "checkpoint store" in caught.value.message and "damaged" in caught.value.message
+    assert "move" in caught.value.hint
+    assert (project / "old.txt").read_text() == "old\n" and not (project / "src" / "app.py").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_file_is_one_clear_error(project):
+    (project / "secret.txt").write_text("s")
+    os.chmod(project / "secret.txt", 0)
+    try:
+        with pytest.raises(CheckpointError, match="cannot read the project's files"):
+            Checkpoints(project).snapshot()
+    finally:
+        os.chmod(project / "secret.txt", 0o600)
+
+
+def test_restore_brings_back_text_binary_deleted_and_modes(project):
+    (project / "a.txt").write_text("one\n")
+    (project / "bin.dat").write_bytes(bytes(range(256)))
+    (project / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(project / "run.sh", 0o755)
+    (project / "gone" / "deep").mkdir(parents=True)
+    (project / "gone" / "deep" / "f.txt").write_text("f\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    (project / "a.txt").write_text("two\n")
+    (project / "bin.dat").write_bytes(b"\x00")
+    os.chmod(project / "run.sh", 0o644)
+    shutil.rmtree(project / "gone")
+    (project / "new" / "x").mkdir(parents=True)
+    (project / "new" / "x" / "n.txt").write_text("n\n")
+    changed = store.restore(before)
+    assert {c.path for c in changed} == {"a.txt", "bin.dat", "run.sh", "gone/deep/f.txt", "new/x/n.txt"}
+    assert (project / "a.txt").read_text() == "one\n" and (project / "bin.dat").read_bytes() == bytes(range(256))
+    assert os.access(project / "run.sh", os.X_OK) and (project / "gone" / "deep" / "f.txt").read_text() == "f\n"
+    assert not (project / "new").exists()
+    assert store.snapshot() == before
