@@ -197,22 +197,20 @@ def _mutations(mutations: list[tuple[str, dict]]) -> str:
 
 
 def _changes(state: RunState, g: _Gathered) -> str:
+    """Per stage execution, the files it changed (its evidence's ``changes``: odin_magic.checkpoints.Change)."""
     lines = []
     for e, ev in zip(state.history, g.evidence):
-        changed = ev.get("changes") or ev.get("changed") or []
-        if isinstance(changed, dict):
-            changed = changed.get("files") or []
-        names = []
-        for c in changed if isinstance(changed, list) else []:
-            if isinstance(c, dict):
-                names.append(f"{c.get('path')} ({c.get('status', '')} +{c.get('added', 0)}/-{c.get('removed', 0)})")
-            else:
-                names.append(str(c))
-        if names:
-            lines.append(f"- **{e.stage}** ({e.at}): " + ", ".join(names))
-    if not lines and state.artifacts:
-        lines = ["Artifacts the stages produced:"] + [f"- {k}: `{v}`" for k, v in state.artifacts.items()]
-    return "\n".join(lines) or "No stage recorded a change."
+        named = []
+        for c in ev.get("changes") or []:
+            if not isinstance(c, dict):
+                continue
+            counts = "binary" if c.get("added") is None else f"+{c.get('added')} -{c.get('deleted')}"
+            named.append(f"`{c.get('path')}` ({c.get('kind')}, {counts})")
+        if ev.get("reverted"):
+            named.append("reverted out of scope: " + ", ".join(f"`{p}`" for p in ev["reverted"]))
+        if named:
+            lines.append(f"- **{e.stage}** ({e.at}): " + "; ".join(named))
+    return "\n".join(lines) or "No stage changed a file of the project."
 
 
 def _interview(state: RunState, g: _Gathered) -> str:

@@ -52,6 +52,8 @@ def test_a_run_that_ends_done_writes_both_reports_and_the_notebook_runs(project:
     # the path, with the loopback and its reason
     assert "| 2 | test | fail | ai |  | dry run: scripted failure (test:fail) | build |" in md
     assert "## Time, tokens and cost per stage" in md and "| **total** |" in md
+    changed = md.split("## Files changed per stage")[1].split("##")[0]
+    assert "- **build** (" in changed and "`src/" in changed and "(added, +" in changed
     assert "![run.png](report/run.png)" in md and (d / "report" / "run.png").read_bytes().startswith(b"\x89PNG")
     nb = nbformat.read(d / "report.ipynb", as_version=4)
     nbformat.validate(nb)
