@@ -254,6 +254,4 @@ def format_event(event: EngineEvent) -> str | None:
         return f"▶ {text}"
     if k == "completion":  # the checks before done: a line per criterion and the suite
         return "  before done:\n" + "\n".join(f"    {line}" for line in text.splitlines())
-    if k == "report":
-        return f"  {text}"
     return None
