@@ -82,7 +82,7 @@ def _copy_state(state: RunState) -> RunState:
         "history": list(state.history),
         "iterations": dict(state.iterations),
         "artifacts": dict(state.artifacts),
-        "dry": state.dry.model_copy(update={"gates": list(state.dry.gates)}) if state.dry is not None else None,
+        "dry": state.dry.model_copy(update={"used": dict(state.dry.used)}) if state.dry is not None else None,
     })
 
 
@@ -385,7 +385,7 @@ class Engine:
 
     def record_interview(self, session: Session, summary: InterviewSummary) -> None:
         """For an interview runner: persist the interview's convergence (seed 000's write contract)."""
-        self._record(session, "interview", save=True, interview=summary.model_dump())
+        self._record(session, "interview", save=True, interview=summary.model_dump())  # seed 000: after every round
 
     # -- opening runs ---------------------------------------------------------
 
@@ -405,7 +405,7 @@ class Engine:
     @contextlib.contextmanager
     def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
         """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
-        active, damaged = self._scan(tell=False)  # opening repairs the run and tells, below
+        active, damaged = self._scan_loaded(tell=False)  # opening repairs the run and tells, below
         if active is None and reopen_failed:
             active = self._latest_failed()
         if active is None and damaged is not None:
@@ -415,7 +415,7 @@ class Engine:
                 f"no active run in {self.project_dir}",
                 hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)",
             )
-        handle, notice = self.store.open(active.run_id, self.command, self._now())
+        handle, notice = self.store.open(active.state.run_id, self.command, self._now(), known=active)
         try:
             reopening = reopen_failed and handle.state.status == "failed"
             if not handle.state.active and not reopening:  # changed between the scan and the lock
@@ -434,12 +434,12 @@ class Engine:
                 self._reopen(session)
             yield session
 
-    def _latest_failed(self) -> RunState | None:
+    def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""
         latest = None
         for loaded in self._readable_runs():
-            latest = loaded.state
-        return latest if latest is not None and latest.status == "failed" else None
+            latest = loaded
+        return latest if latest is not None and latest.state.status == "failed" else None
 
     def _reopen(self, s: Session) -> None:
         """A failed run becomes running again (recorded as a ``reopened`` record, with why it had failed)."""
@@ -476,12 +476,17 @@ class Engine:
 
     def _scan(self, tell: bool = True) -> tuple[RunState | None, tuple[str, RunCorrupt] | None]:
         """The active run; else a damaged run that may still be active (it blocks a new run)."""
+        loaded, damaged = self._scan_loaded(tell)
+        return (loaded.state if loaded is not None else None), damaged
+
+    def _scan_loaded(self, tell: bool = True) -> tuple[Loaded | None, tuple[str, RunCorrupt] | None]:
+        """:meth:`_scan`, the active run as loaded (opening it then reads its state.json no more)."""
         damaged: list[tuple[str, RunCorrupt]] = []
         for loaded in self._readable_runs(damaged):
             if loaded.state.active:
                 if tell:
                     self._notice_if(loaded)
-                return loaded.state, None
+                return loaded, None
         return None, next(((rid, exc) for rid, exc in damaged if exc.may_be_active), None)
 
     def blocking_damage(self) -> tuple[str, RunCorrupt] | None:
@@ -744,7 +749,7 @@ class Engine:
         return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: str, produced: dict[str, str], stepping: bool, at: str,
+                     evidence: gates.EvidenceFile, produced: dict[str, str], stepping: bool, at: str,
                      ckpt: StageCheckpoint | None = None) -> None:
         st = s.state
         passed, reason = outcome.passed, outcome.reason
@@ -752,14 +757,14 @@ class Engine:
         entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
-        entry["evidence"] = evidence
+        entry["evidence"] = evidence.path
         if ckpt is not None:
             entry.update(checkpoint=ckpt.before, after=ckpt.after)
         changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
         if produced:
             changes["artifacts"] = produced
-        if st.dry is not None and isinstance(s.worker, DryWorker):
-            changes["dry_gates"] = s.worker.remaining_gates
+        if st.dry is not None and isinstance(s.worker, DryWorker) and s.worker.used(stage.id) is not None:
+            changes["dry_used"] = {stage.id: s.worker.used(stage.id)}  # the script's position, not its rest
         if passed:
             if stage.id not in s.passed:
                 changes["no_progress"] = 0
@@ -784,13 +789,14 @@ class Engine:
                 route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
-        self._record(s, "gate", stage=stage.id, entry=entry, set=changes, **({"concerns": concerns} if concerns else {}))
+        self._record(s, "gate", stage=stage.id, entry=entry, set=changes, evidence_sha256=evidence.sha256,
+                     **({"concerns": concerns} if concerns else {}))
         if passed:
             s.passed.add(stage.id)
-            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence})
+            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence.path})
         else:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
-                       data={"evidence": evidence, "next_stage": s.state.current_stage,
+                       data={"evidence": evidence.path, "next_stage": s.state.current_stage,
                              "iterations": s.state.iterations.get(stage.id, 0),
                              "loops_back": s.state.status == "running"})
         if s.state.status == "done":
@@ -868,7 +874,7 @@ class Engine:
         """Record usage; True when it put the run over budget (the run is then failed)."""
         if usage == Usage():
             return False
-        self._record(s, "usage", save=False, stage=stage_id, usage=usage.model_dump())
+        self._record(s, "usage", stage=stage_id, usage=usage.model_dump())
         total = s.state.usage.total
         self._emit("usage", s.state, stage=stage_id, data={"stage": usage.model_dump(), "total": total.model_dump()})
         budget = s.loop.budget
@@ -883,7 +889,8 @@ class Engine:
     def _now(self) -> str:
         return _stamp(self.clock())
 
-    def _record(self, s: Session, type: str, save: bool = True, **fields: Any) -> None:
+    def _record(self, s: Session, type: str, save: bool | None = None, **fields: Any) -> None:
+        """Append one event; state.json is refreshed when the handle's policy says so and when the drive ends."""
         with self._view_lock:
             s.handle.record(type, self._now(), save=save, **fields)
 

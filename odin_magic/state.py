@@ -126,12 +126,31 @@ class HistoryEntry(_State):
 
 
 class DryOptions(_State):
-    """What a dry run remembers so that a plain ``run`` continues it the same way."""
+    """What a dry run remembers so that a plain ``run`` continues it the same way.
 
-    gates: list[str] = Field(default_factory=list)  # remaining "stage:fail" items, in order
+    The gate script is kept whole; how far it has been consumed is a position
+    per stage (``used``), so a gate's record carries one number, not the rest
+    of the script.
+    """
+
+    gates: list[str] = Field(default_factory=list)  # the "stage:fail" items, in order
+    used: dict[str, int] = Field(default_factory=dict)  # per stage: how many of its items are consumed
     approve_all: bool = False
     stage_delay: float = 0.0
     run_commands: bool = False  # run gate.run commands too (default: skipped, recorded as such)
+
+    @property
+    def remaining(self) -> list[str]:
+        """The items not consumed yet, in order."""
+        skip = dict(self.used)
+        out = []
+        for item in self.gates:
+            stage = item.partition(":")[0]
+            if skip.get(stage, 0) > 0:
+                skip[stage] -= 1
+            else:
+                out.append(item)
+        return out
 
 
 class RunState(_State):

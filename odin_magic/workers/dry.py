@@ -2,9 +2,9 @@
 
 ``--gates test:fail,test:fail,review:fail``: each item makes the NEXT judged
 evaluation of that stage fail, in order; every other evaluation passes. The
-worker consumes the script as it judges; the engine saves what remains
-(``state.dry.gates``) in the same event as the gate outcome, so a resumed run
-continues the script exactly where it was.
+worker consumes the script as it judges; the engine saves the stage's position
+in it (``state.dry.used[stage]``, one number) in the same event as the gate
+outcome, so a resumed run continues the script exactly where it was.
 """
 
 from __future__ import annotations
@@ -87,12 +87,18 @@ class DryWorker:
 
     def __init__(self, options: DryOptions | None = None, stop: threading.Event | None = None):
         self.options = options or DryOptions()
-        self._script = list(self.options.gates)
+        self._counts: dict[str, int] = {}  # per stage: how many items the script has for it
+        for item in self.options.gates:
+            stage = item.partition(":")[0]
+            self._counts[stage] = self._counts.get(stage, 0) + 1
+        self._used = dict(self.options.used)
         self._stop = stop or threading.Event()
 
-    @property
-    def remaining_gates(self) -> list[str]:
-        return list(self._script)
+    def used(self, stage_id: str) -> int | None:
+        """How many of ``stage_id``'s scripted failures are consumed; None when the script has none for it."""
+        if stage_id not in self._counts:
+            return None
+        return self._used.get(stage_id, 0)
 
     def perform(self, job: StageJob, events: EventSink) -> StageResult:
         if self.options.stage_delay > 0:
@@ -120,8 +126,9 @@ class DryWorker:
 
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         item = f"{job.stage.id}:fail"
-        if item in self._script:
-            self._script.remove(item)  # the first occurrence: items apply in order
+        used = self._used.get(job.stage.id, 0)
+        if used < self._counts.get(job.stage.id, 0):
+            self._used[job.stage.id] = used + 1  # the stage's items apply in order
             reason = f"dry run: scripted failure ({item})"
             return JudgeResult(Verdict(status="DONE", passed=False, reasons=[reason], blocking=[reason]))
         return JudgeResult(Verdict(status="DONE", passed=True, reasons=["dry run: no scripted failure for this evaluation"]))
