@@ -12,11 +12,15 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .interview.convergence import EARLY_EXIT_FROM_ROUND
-from .loop import Loop
+from typing import TYPE_CHECKING
+
+from .interview.limits import EARLY_EXIT_FROM_ROUND
 from .report import (AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, render_runs, render_simulation,
                      render_status, stage_marks, threshold_standing)
-from .state import RunState
+
+if TYPE_CHECKING:  # annotations only: `%load_ext odin_magic` does not load the models
+    from .loop import Loop
+    from .state import RunState
 
 FAILED_MARK = "❌"
 __all__ = ["PASSED", "LOOPED", "AWAITING", "NOT_STARTED", "FAILED_MARK", "html_mark"]

@@ -36,7 +36,7 @@ from .catalog import LoopCatalog
 from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
-from .interview.runner import AwaitingAnswer
+from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage

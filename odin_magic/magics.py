@@ -39,7 +39,6 @@ from . import authoring_magics
 from .errors import OdinError
 from .catalog import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
-from .state import DryOptions
 
 
 #: Called as ``setup(engine, magics)`` for each Engine the notebook builds, before it drives:
@@ -288,6 +287,7 @@ class OdinMagics(Magics):
                       "(%odin list shows the others; %odin run LOOP --task ... picks one)")
             dry = None
             if dry_flags:
+                from .state import DryOptions
                 from .workers.dry import parse_gate_script
 
                 dry = DryOptions(gates=parse_gate_script(args.gates, loop_def), approve_all=args.approve_all,

@@ -9,12 +9,14 @@ needs the run dir).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .events import EngineEvent
-from .interview.convergence import EARLY_EXIT_FROM_ROUND
-from .loop import Loop
-from .state import InterviewSummary, RunState, Usage
+from .interview.limits import EARLY_EXIT_FROM_ROUND
+
+if TYPE_CHECKING:  # annotations only: front ends load this module cheaply
+    from .events import EngineEvent
+    from .loop import Loop
+    from .state import InterviewSummary, RunState, Usage
 
 PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",

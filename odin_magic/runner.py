@@ -11,12 +11,18 @@ from __future__ import annotations
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .engine import require_not_paused, require_stage, require_status, require_task, require_text
 from .errors import NoActiveRun, OdinError, RunRefused
-from .state import DryOptions, RunState
+from .lazy import lazy
+
+if TYPE_CHECKING:  # the engine and the models load with the first engine, not with `%load_ext`
+    from .state import DryOptions, RunState
+
+require_not_paused, require_stage, require_status, require_task, require_text = (
+    lazy("odin_magic.engine", name)
+    for name in ("require_not_paused", "require_stage", "require_status", "require_task", "require_text"))
 
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
 WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
@@ -99,6 +105,8 @@ class NotebookRunner:
                 chart.update(state)
 
     def _finished(self, outcome: DriveOutcome) -> None:
+        from .state import RunState  # loaded by the drive that just ended
+
         view = self.view
         if outcome.ok and isinstance(outcome.result, RunState):
             if view is not None:

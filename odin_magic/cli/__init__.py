@@ -18,13 +18,14 @@ from pathlib import Path
 from .. import __version__
 from ..encoding import fit_streams
 from ..errors import OdinError, UsageError
-from ..validation import did_you_mean
 
 #: Sub-modules that register subcommands, in help order.
 _COMMAND_MODULES = ("loops", "runs", "interview", "authoring", "verify")
 
 
 def _did_you_mean(word: str, choices) -> str:
+    from ..validation import did_you_mean  # only when something is misspelt: --help stays cheap
+
     close = did_you_mean(word, choices)
     return f" (did you mean {close!r}?)" if close else ""
 

@@ -1,4 +1,8 @@
-"""``odin run | approve | revise | step | status | runs | abandon | simulate``."""
+"""``odin run | approve | revise | step | status | runs | abandon | simulate``.
+
+The engine and what it needs load when a handler first calls them (:mod:`odin_magic.lazy`):
+building the parser (``odin --help``) stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,30 @@ import argparse
 import json
 import sys
 
+from typing import TYPE_CHECKING
+
 from . import add_project, project_dir
-from ..catalog import DEFAULT_LOOP, LoopCatalog
-from ..catalog import DEFAULT_LOOP, LoopCatalog
-from ..engine import Engine, damaged_blocks, one_run_at_a_time, simulate
 from ..errors import NoActiveRun, UsageError
-from ..events import EngineEvent
-from ..interview.runner import waiting_question
-from ..report import format_event, render_runs, render_simulation, render_status
-from ..state import DryOptions, RunState
-from ..store import RunCorrupt
-from ..workers.dry import parse_gate_script
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    from ..events import EngineEvent
+    from ..state import RunState
+    from ..store import RunCorrupt
+
+DEFAULT_LOOP = "spec-harness-tdd"  # catalog.DEFAULT_LOOP (the catalog loads with the first command that needs it)
+Engine = lazy("odin_magic.engine", "Engine")
+LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
+damaged_blocks = lazy("odin_magic.engine", "damaged_blocks")
+one_run_at_a_time = lazy("odin_magic.engine", "one_run_at_a_time")
+simulate = lazy("odin_magic.engine", "simulate")
+waiting_question = lazy("odin_magic.interview.runner", "waiting_question")
+format_event = lazy("odin_magic.report", "format_event")
+render_runs = lazy("odin_magic.report", "render_runs")
+render_simulation = lazy("odin_magic.report", "render_simulation")
+render_status = lazy("odin_magic.report", "render_status")
+DryOptions = lazy("odin_magic.state", "DryOptions")
+parse_gate_script = lazy("odin_magic.workers.dry", "parse_gate_script")
 
 
 def print_event(event: EngineEvent) -> None:
@@ -106,6 +123,8 @@ def _cmd_abandon(args):
 
 
 def _cmd_status(args):
+    from ..store import RunCorrupt  # caught below: the class itself
+
     engine = engine_for(args)
     state = engine.status(args.run)
     if args.json:
@@ -116,7 +135,10 @@ def _cmd_status(args):
         except RunCorrupt as exc:  # the run's copy of its loop is unreadable: show the history order
             print(f"note: {exc.message}", file=sys.stderr)
             loop = None
-        print(render_status(state, loop, question=waiting_question(engine.run_dir(state.run_id), state)))
+        question = None
+        if state.status == "awaiting_answer":  # the interview package loads only for its question
+            question = waiting_question(engine.run_dir(state.run_id), state)
+        print(render_status(state, loop, question=question))
     return 0
 
 
