@@ -37,7 +37,7 @@ from .display import (
 )
 from . import authoring_magics
 from .errors import OdinError
-from .catalog import DEFAULT_LOOP  # the notebook's default loop (seed 000)
+from .defaults import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
 
 

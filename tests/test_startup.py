@@ -47,10 +47,3 @@ def test_a_command_loads_what_it_uses(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 1 and "no runs in" in done.stderr
 
-
-def test_the_cli_default_loop_is_the_catalogs():
-    """cli/runs.py spells the default loop out (the catalog loads only with a command that needs it)."""
-    from odin_magic.catalog import DEFAULT_LOOP
-    from odin_magic.cli import runs
-
-    assert runs.DEFAULT_LOOP == DEFAULT_LOOP

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from . import add_project, project_dir
+from ..defaults import DEFAULT_LOOP
 from ..errors import NoActiveRun, UsageError
 from ..lazy import lazy
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from ..state import RunState
     from ..store import RunCorrupt
 
-DEFAULT_LOOP = "spec-harness-tdd"  # catalog.DEFAULT_LOOP (the catalog loads with the first command that needs it)
 Engine = lazy("odin_magic.engine", "Engine")
 LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
 damaged_blocks = lazy("odin_magic.engine", "damaged_blocks")
