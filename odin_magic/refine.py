@@ -38,7 +38,8 @@ APPROVED_UNCHANGED_RUNS = 3
 #: how many runs must end done (none near the cap) before max_iterations may be lowered
 LOWER_CAP_RUNS = 3
 
-ENDED = {"done": "done", "failed": "failed", "abandoned": "abandoned"}
+#: a run's status -> its outcome; any other status (running, awaiting approval or an answer) is "active"
+OUTCOMES = {"done": "done", "failed": "failed", "abandoned": "abandoned", "blocked": "blocked"}
 
 
 # -- reading the runs ------------------------------------------------------------------------
@@ -51,7 +52,7 @@ class RunFacts(BaseModel):
     loop: str
     version: str | None
     status: str
-    outcome: Literal["done", "failed", "abandoned", "blocked"]
+    outcome: Literal["done", "failed", "abandoned", "blocked", "active"]
     failure_reason: str | None = None
     limit_hit: str | None = None  # max_iterations | max_no_progress | timeout | budget | repeated (blocked)
     total_iterations: int = 0
@@ -99,7 +100,7 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
             continue
         if state is None or (loop is not None and state.loop != loop):
             continue
-        outcome = ENDED.get(state.status, "blocked")
+        outcome = OUTCOMES.get(state.status, "active")
         out.append(RunFacts(
             run_id=run_id, loop=state.loop, version=_version_text(loop_data.get("version")), status=state.status,
             outcome=outcome, failure_reason=state.failure_reason,
@@ -267,7 +268,7 @@ def aggregate(loop_name: str, runs: list[RunFacts], stage_order: list[str] | Non
     outcomes = Counter(r.outcome for r in runs)
     return LoopStats(
         loop=loop_name, runs=len(runs), run_ids=[r.run_id for r in runs],
-        outcomes={k: outcomes.get(k, 0) for k in ("done", "failed", "abandoned", "blocked")},
+        outcomes={k: outcomes.get(k, 0) for k in ("done", "failed", "abandoned", "blocked", "active")},
         limits_hit=dict(limits), total_iterations={r.run_id: r.total_iterations for r in runs},
         interview_rounds={r.run_id: r.interview_rounds for r in runs if r.interview_rounds is not None},
         stages=[stats[s] for s in order if s in stats], versions=versions,
