@@ -352,3 +352,15 @@ def test_blocked_and_active_runs_are_counted_as_such(project, write_loop):
     assert engine.start("tiny", "two", dry=DryOptions()).status == "awaiting_approval"
     stats = refine(project, "tiny", now="t2").stats[0]
     assert stats.outcomes == {"done": 0, "failed": 0, "abandoned": 1, "blocked": 0, "active": 1}
+
+
+def test_an_applied_proposal_is_not_proposed_again_from_the_same_runs(project):
+    record_runs(project)
+    first = {p.rule: p for p in refine(project, "doc", now="t").proposals}
+    refinements = Refinements(project)
+    refinements.apply(first["max_iterations"].id, "t2")
+    second = {p.rule: p for p in refine(project, "doc", now="t3").proposals}
+    assert "max_iterations" not in second  # the run failed at 3; the cap is 5 now
+    refinements.apply(second["check"].id, "t4")
+    third = {p.rule for p in refine(project, "doc", now="t5").proposals}
+    assert "check" not in third and "max_iterations" not in third and "on_fail" in third
