@@ -378,6 +378,7 @@ def _fsync_dir(path: Path) -> None:
 class Loaded:
     state: RunState
     notice: str | None = None  # set when state.json had to be rebuilt from the log
+    saved_seq: int | None = None  # the log_seq state.json holds (None: it holds none that can be used)
 
 
 def load_run(run_dir: Path, driving: bool = False) -> Loaded:
@@ -411,11 +412,12 @@ def load_run(run_dir: Path, driving: bool = False) -> Loaded:
     except OSError as exc:  # a directory, unreadable, a symlink loop, ...
         problem = f"state.json could not be read ({exc.strerror or exc})"
     if cached is not None:
-        if cached.log_seq == last["seq"]:
-            return Loaded(cached)
-        if cached.log_seq < last["seq"]:
-            state = fold(records_after(log_path, cached.log_seq), cached, log_path)
-            return Loaded(state)
+        saved = cached.log_seq
+        if saved == last["seq"]:
+            return Loaded(cached, saved_seq=saved)
+        if saved < last["seq"]:
+            state = fold(records_after(log_path, saved), cached, log_path)
+            return Loaded(state, saved_seq=saved)
         problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
     records, _, _ = read_log(log_path)
     state = fold(records, source=log_path)
@@ -474,7 +476,7 @@ class RunHandle:
     :meth:`close` (the end of every drive: a pause, the end of the run, a stop).
     """
 
-    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock,
+    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock, saved_seq: int | None = None,
                  refresh_records: int = REFRESH_RECORDS, refresh_seconds: float = REFRESH_SECONDS):
         self.run_dir = run_dir
         self.state = state
@@ -482,7 +484,8 @@ class RunHandle:
         self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
         self.refresh_records = refresh_records
         self.refresh_seconds = refresh_seconds
-        self._saved_seq = state.log_seq if state is not None else 0
+        # the log_seq state.json holds: behind the state when the run was opened from a log that had grown since
+        self._saved_seq = saved_seq if saved_seq is not None else -1 if state is not None else 0
         self._saved_at = time.monotonic()
         self._appended = 0  # log bytes appended since state.json was last written
         try:
@@ -495,19 +498,24 @@ class RunHandle:
     def run_id(self) -> str:
         return self.state.run_id
 
-    def record(self, type: str, at: str, *, save: bool | None = None, **fields: Any) -> dict[str, Any]:
+    def record(self, type: str, at: str, *, save: bool | None = None, sync: bool = True,
+               **fields: Any) -> dict[str, Any]:
         """Append one event (one write, one fsync) and fold it into the state.
 
         ``save``: True refreshes state.json now, False never here, None (the
-        default) when :meth:`refresh_due`. A handle opened on a new run (state
-        None) first records its ``created`` event. No configured secret's value
-        reaches the log or the state (:mod:`odin_magic.secrets`)."""
+        default) when :meth:`refresh_due`. ``sync=False`` skips the fsync for a
+        record that the next synced one makes durable with it (the same file,
+        appended in order): a process crash loses nothing written; a power cut
+        may lose it along with the transition it begins. A handle opened on a
+        new run (state None) first records its ``created`` event. No configured
+        secret's value reaches the log or the state (:mod:`odin_magic.secrets`)."""
         fields = redact(fields)
         seq = self.state.log_seq + 1 if self.state is not None else 1
         record = {"seq": seq, "at": at, "type": type, **fields}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         self._log.write(line)
-        _sync(self._log.fileno())
+        if sync:
+            _sync(self._log.fileno())
         self._appended += len(line)
         self.state = apply(self.state, record)
         if save or (save is None and self.refresh_due()):
@@ -684,7 +692,7 @@ class RunStore:
                 loaded = load_run(d, driving=True)
             if loaded.notice:
                 notices.append(loaded.notice)
-            handle = RunHandle(d, loaded.state, lock)
+            handle = RunHandle(d, loaded.state, lock, saved_seq=loaded.saved_seq)
         except BaseException:
             lock.release()
             raise
