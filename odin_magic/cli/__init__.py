@@ -73,6 +73,8 @@ a session:
   odin run spec-harness-tdd --task "..."     drives until a gate asks for you
   odin status                                where the run is
   odin answer TEXT | odin approve | odin revise TEXT
+  odin new NAME                              author a loop by seven questions
+  odin refine [LOOP]                         learn from past runs: proposed loop edits
 
 'odin COMMAND --help' shows a command's options; --project DIR (default: the
 current directory) picks the project.
