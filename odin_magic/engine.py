@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import gates, judging, memory, reporting, routing, scope
+from . import diffs, gates, judging, memory, reporting, rewind, routing, scope
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
@@ -318,6 +318,66 @@ class Engine:
             self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
             return self._snapshot(s)
+
+    # -- checkpoints: diff, revert, fork (odin_magic/diffs.py, odin_magic/rewind.py) --------------
+
+    def diff(self, selector: str | None = None, run_id: str | None = None) -> diffs.StageDiff:
+        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest)."""
+        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector)
+
+    def revert(self, selector: str | None = None, to: int | None = None, force: bool = False) -> RunState:
+        """Restore the tree to the checkpoint before a stage execution; the run continues from that stage.
+        Files changed by hand since the run last left the tree are kept (named in the event) unless ``force``."""
+        with self._driving(), self._open_active(need_worker=False, reopen_failed=True) as s:
+            plan = rewind.revert_plan(self.checkpoints, s.state, selector, to, force)
+            tree = rewind.apply(self.checkpoints, plan)
+            self._record(s, "reverted", stage=plan.stage, to=plan.target, execution=plan.number,
+                         restored=plan.restore, kept=plan.kept, set={
+                             "current_stage": plan.stage, "status": "running", "blocked": None, "repeats": None,
+                             "checkpoint": None, "feedback": None, "tree": tree, "failure_reason": None,
+                             "ended_at": None})
+            kept = f"; kept your changes to {', '.join(plan.kept)} (--force reverts them too)" if plan.kept else ""
+            self._emit("reverted", s.state, stage=plan.stage, data={"restored": plan.restore, "kept": plan.kept},
+                       text=f"reverted to before execution {plan.number} ({plan.stage}): {len(plan.restore)} file(s) "
+                            f"restored{kept}; `odin run` continues from {plan.stage}")
+            return self._snapshot(s)
+
+    def fork(self, from_point: int | None = None, run_id: str | None = None, force: bool = False) -> RunState:
+        """A new run from point ``from_point`` (history entries kept) of ``run_id`` (default: the active or
+        latest run), the tree restored to that point; the old run is abandoned with a pointer to the fork."""
+        with self._driving():
+            source = self.status(run_id)
+            point = rewind.fork_point(source, from_point)
+            loop = self.loop_for(source.run_id)
+            plan = rewind.plan(self.checkpoints, source, point.target, point.current_stage, point.number, force)
+            now = self.clock()
+            with self.store.project_lock():
+                new_id = self.store.new_run_id(_local_naive(now), loop.name)
+                if source.status != "abandoned" or source.forked_to is None:
+                    self._abandon_for_fork(source.run_id, new_id)
+                created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
+                           "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
+                           "dry": (source.dry.model_copy(update={"gates": []}).model_dump()
+                                   if source.dry is not None else None)}
+                handle = self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command)
+            with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
+                rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
+                tree = rewind.apply(self.checkpoints, plan)
+                fields = rewind.forked_fields(point)
+                fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
+                self._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
+                self._emit("forked", s.state, stage=point.current_stage,
+                           text=f"run {new_id} forked from {source.run_id} at point {point.number}; "
+                                f"`odin run` continues it from {point.current_stage}")
+                return self._snapshot(s)
+
+    def _abandon_for_fork(self, run_id: str, fork_id: str) -> None:
+        handle, _ = self.store.open(run_id, self.command, self._now())
+        try:
+            ended = {"ended_at": self._now()} if handle.state.ended_at is None else {}
+            handle.record("abandoned", self._now(), set={"status": "abandoned", "forked_to": fork_id, **ended})
+        finally:
+            handle.close()
 
     def request_stop(self) -> None:
         """End the current drive after the current step; the run stays running and resumable."""
@@ -764,6 +824,8 @@ class Engine:
         if ckpt is not None:
             entry.update(checkpoint=ckpt.before, after=ckpt.after)
         changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
+        if ckpt is not None:
+            changes["tree"] = ckpt.after
         if produced:
             changes["artifacts"] = produced
         if st.dry is not None and isinstance(s.worker, DryWorker) and s.worker.used(stage.id) is not None:

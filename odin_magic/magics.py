@@ -35,7 +35,7 @@ from .display import (
     ValidationDisplay,
     loop_rows,
 )
-from . import authoring_magics
+from . import authoring_magics, history_magics
 from .errors import OdinError
 from .defaults import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
@@ -111,6 +111,7 @@ def _parser() -> MagicArgumentParser:
     sh = add("show", "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.")
     sh.add_argument("loop")
     authoring_magics.add_parsers(add)
+    history_magics.add_parsers(add)
     c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
     c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
     h = add("help", "Show this help, or one command's.")
@@ -374,7 +375,7 @@ class OdinMagics(Magics):
 
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
                            question_source=runner.pending_question, question_panel_source=runner.question_panel,
-                           run_dir_for=runner.run_dir)
+                           run_dir_for=runner.run_dir, diff_source=runner.stage_diff)
             charts = []
             if self.charts:
                 from .charts import ChartHandle, run_chart
@@ -467,6 +468,12 @@ class OdinMagics(Magics):
 
     def _cmd_refine(self, args):
         return authoring_magics.cmd_refine(self, args)
+
+    def _cmd_diff(self, args):
+        return history_magics.cmd_diff(self, args)
+
+    def _cmd_revert(self, args):
+        return history_magics.cmd_revert(self, args)
 
     def _cmd_memory(self, args):
         return authoring_magics.cmd_memory(self, args)

@@ -249,6 +249,8 @@ def format_event(event: EngineEvent) -> str | None:
         return f"{AWAITING} {text}"
     if k == "blocked":
         return f"⛔ {text}"
+    if k in ("reverted", "forked"):
+        return f"↶ {text}"
     if k == "unblocked":
         return f"▶ {text}"
     return None

@@ -201,6 +201,23 @@ class NotebookRunner:
         require_status(self._require_active(), "answer")
         self._submit("answer", lambda: self.engine.answer(text), ready, at_pause=("awaiting_answer",))
 
+    def revert(self, stage: str | None = None, to: int | None = None, force: bool = False) -> RunState:
+        """Revert a stage execution (see Engine.revert), at once: it performs no stage. Refused while driving."""
+        if self.drive.busy and self._paused_in(("awaiting_approval", "blocked")):
+            self.drive.wait(SETTLE_TIMEOUT)  # the drive is only finishing announcing the pause
+        self.drive.refuse_if_busy()
+        state = self.engine.revert(stage, to=to, force=force)
+        if self.view is not None:
+            self.view.show_state(state)
+        return state
+
+    def stage_diff(self, state: RunState):
+        """The latest stage execution's diff of ``state``'s run (the paused stage's, at a pause), or None."""
+        try:
+            return self.engine.diff(run_id=state.run_id)
+        except OdinError:
+            return None
+
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""
         from .interview.runner import waiting_question

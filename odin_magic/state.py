@@ -175,6 +175,9 @@ class RunState(_State):
     feedback: str | None = None  # a pending revision request (cleared by the next gate)
     blocked: Blocked | None = None  # set while status is "blocked"
     checkpoint: PendingCheckpoint | None = None  # set while a stage execution is under way
+    tree: str | None = None  # the project tree as the run last left it (a checkpoint id; odin_magic.rewind)
+    forked_from: str | None = None  # "RUN_ID@N": this run is a fork of point N of that run
+    forked_to: str | None = None  # the run that forked this one (which is then abandoned)
     concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.routing)
     log_seq: int = 0  # sequence number of the last event-log record folded in

@@ -69,6 +69,7 @@ GITIGNORE_TEXT = (
 SETTABLE = (
     "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
     "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "dry_used", "blocked", "repeats", "checkpoint",
+    "tree", "forked_from", "forked_to",
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
@@ -170,6 +171,8 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
         state.usage = state.usage.add(record.get("stage") or "-", Usage.model_validate(record["usage"]))
     if "entry" in record:
         state.history.append(HistoryEntry.model_validate(record["entry"]))
+    for entry in record.get("entries") or ():  # a fork's inherited history
+        state.history.append(HistoryEntry.model_validate(entry))
     if "interview" in record:
         state.interview = InterviewSummary.model_validate(record["interview"])
     for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward

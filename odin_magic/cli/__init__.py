@@ -20,7 +20,7 @@ from ..encoding import fit_streams
 from ..errors import OdinError, UsageError
 
 #: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs", "interview", "authoring", "verify")
+_COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify")
 
 
 def _did_you_mean(word: str, choices) -> str:
