@@ -357,7 +357,7 @@ class Engine:
                     self._abandon_for_fork(source.run_id, new_id)
                 created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
                            "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
-                           "dry": (source.dry.model_copy(update={"gates": []}).model_dump()
+                           "dry": (source.dry.model_copy(update={"gates": [], "used": {}}).model_dump()
                                    if source.dry is not None else None)}
                 handle = self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command)
             with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
