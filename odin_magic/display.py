@@ -181,6 +181,8 @@ def _against_threshold(iv) -> str:
     """Ambiguity against the threshold, truthfully: below it, the interview still asks until the
     round from which it may stop early (and the stop condition also needs criteria, no open blockers)."""
     standing = threshold_standing(iv)
+    if standing == "accepted":
+        return f"above threshold {iv.threshold:.2f}, accepted by the user"
     if standing == "above":
         return f"threshold {iv.threshold:.2f}, not reached yet"
     if standing == "early":

@@ -445,7 +445,8 @@ class Engine:
 
     def record_interview(self, session: Session, summary: InterviewSummary) -> None:
         """For an interview runner: persist the interview's convergence (seed 000's write contract)."""
-        self._record(session, "interview", save=True, interview=summary.model_dump())  # seed 000: after every round
+        # seed 000: after every round (``accepted`` only once the user accepted the residual ambiguity)
+        self._record(session, "interview", save=True, interview=summary.model_dump(exclude_none=True))
 
     # -- opening runs ---------------------------------------------------------
 
@@ -662,7 +663,7 @@ class Engine:
         if self._add_usage(s, stage.id, asking.usage):
             return
         self._record(s, "awaiting_answer", stage=stage.id, set={"status": "awaiting_answer", "current_stage": stage.id},
-                     interview=asking.summary.model_dump())
+                     interview=asking.summary.model_dump(exclude_none=True))
         self._emit("question", s.state, stage=stage.id, text=asking.text,
                    data={"question": asking.question.model_dump(mode="json")})
         self._emit("awaiting_answer", s.state, stage=stage.id,

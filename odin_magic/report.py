@@ -67,9 +67,12 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below"]:
+def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below", "accepted"]:
     """Where an interview's ambiguity stands against its threshold. ``early``: below it, but before the
-    round from which the interview may stop, so it still asks (the stop condition needs more than the number)."""
+    round from which the interview may stop, so it still asks (the stop condition needs more than the number).
+    ``accepted``: above it, and the user accepted that (``proceed``)."""
+    if iv.ambiguity > iv.threshold and iv.accepted:
+        return "accepted"
     if iv.ambiguity > iv.threshold:
         return "above"
     return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
@@ -123,6 +126,7 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
             "above": "not yet",
             "early": f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}",
             "below": "below threshold",
+            "accepted": "above threshold, accepted by the user",
         }[threshold_standing(iv)]
         lines.append(
             f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({against})"

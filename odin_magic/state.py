@@ -76,6 +76,7 @@ class InterviewSummary(_State):
     rounds: int
     ambiguity: float
     topology: list[str]
+    accepted: bool | None = None  # addition: True once the user accepted the residual ambiguity (`proceed`)
 
 
 class Streak(_State):
