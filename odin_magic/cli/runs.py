@@ -174,7 +174,7 @@ def register(sub) -> None:
     p.add_argument("loop", nargs="?", metavar="LOOP", help="loop to start (omit to continue the active run)")
     p.add_argument("--task", help="one line: what you are building (needed to start a run)")
     p.add_argument("--dry", action="store_true", help="use the dry worker: no model; placeholder artifacts (project-tree ones land in your project), scripted gates")
-    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail")
+    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail (also STAGE:blocked, STAGE:concerns)")
     p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
     p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
