@@ -851,7 +851,8 @@ class Engine:
                                   judge_status=outcome.judge_status)
             entry["failure"] = route.failure
             if route.failure == "blocked" and ckpt is not None:  # BLOCKED: undo the stage, then ask the human
-                undone = self.checkpoints.restore(ckpt.before)
+                undone = self.checkpoints.restore(ckpt.before, paths=[
+                    c.path for c in ckpt.changes if not scope.protected(c.path)])
                 route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []

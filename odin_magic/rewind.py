@@ -22,6 +22,7 @@ from typing import Any
 from .checkpoints import Checkpoints
 from .diffs import select_execution
 from .errors import UsageError
+from .scope import protected
 from .state import HistoryEntry, RunState
 
 #: run-dir files a fork does not copy: the run's own log, state, lock, and worker replay position
@@ -53,12 +54,14 @@ def plan(checkpoints: Checkpoints, state: RunState, target: str, stage: str, num
     checkpoints.require(target)
     now = checkpoints.snapshot()
     restore = [c.path for c in checkpoints.changes(now, target)]
-    kept: list[str] = []
+    by_hand: set[str] = set()
     known = last_tree(state)
-    if known and not force and checkpoints.exists(known):
-        by_hand = {c.path for c in checkpoints.changes(known, now)}
-        kept = sorted(p for p in restore if p in by_hand)
-        restore = [p for p in restore if p not in by_hand]
+    if not force:
+        if known and checkpoints.exists(known):
+            by_hand = {c.path for c in checkpoints.changes(known, now)}
+        by_hand |= {p for p in restore if protected(p)}  # notebooks are the user's: kept unless forced
+    kept = sorted(p for p in restore if p in by_hand)
+    restore = [p for p in restore if p not in by_hand]
     return Rewind(target, stage, number, restore, kept)
 
 

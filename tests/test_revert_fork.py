@@ -219,3 +219,16 @@ def test_odin_diff_prints_the_unified_diff(project, write_loop, capsys):
     assert "execution 1: stage build" in out and "+print('new')" in out and "deleted file mode" in out
     assert odin_main(["diff", "9", "--project", str(project)]) == 2
     assert "no stage execution 9" in capsys.readouterr().err
+
+
+def test_revert_keeps_notebooks_unless_forced(project, write_loop):
+    write_loop(LOOP)
+    seed(project)
+    (project / "work.ipynb").write_text('{"cells": []}\n')
+    engine, _ = scripted_engine(project, SCRIPT.replace(
+        'echo more >> keep.txt', 'echo more >> keep.txt && echo saved > work.ipynb'))
+    engine.start("two", "t")
+    engine.revert("build")
+    assert (project / "work.ipynb").read_text() == "saved\n" and (project / "notes.txt").exists()
+    engine.revert("build", force=True)
+    assert (project / "work.ipynb").read_text() == '{"cells": []}\n'
