@@ -312,6 +312,12 @@ def command_line(cmd: str, exit_code: int | None, timed_out: bool | None) -> str
     return f"{'✓' if ok else '✗'} {cmd}{tail}"
 
 
+def change_line(change: dict) -> str:
+    """One changed file of a gate's evidence: ``src/app.py (added, +2 -0)`` (binary: no line counts)."""
+    counts = "binary" if change.get("added") is None else f"+{change.get('added')} -{change.get('deleted')}"
+    return f"{change.get('path')} ({change.get('kind')}, {counts})"
+
+
 @dataclass
 class VerdictRecord:
     """One gate evaluation as the live view saw it (from gate events)."""
@@ -322,6 +328,7 @@ class VerdictRecord:
     blocking: list[str] = field(default_factory=list)
     non_blocking: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)  # "✓ cmd" / "✗ cmd (exit 1)"
+    changes: list[str] = field(default_factory=list)  # "src/app.py (added, +2 -0)": what the stage changed
 
     @classmethod
     def from_event_data(cls, stage: str, passed: bool, data: dict) -> "VerdictRecord":
@@ -338,6 +345,7 @@ class VerdictRecord:
             blocking=[str(b) for b in verdict.get("blocking") or []],
             non_blocking=[str(b) for b in verdict.get("non_blocking") or []],
             commands=[str(c) for c in data.get("commands") or []],
+            changes=[change_line(c) for c in data.get("changes") or [] if isinstance(c, dict)],
         )
 
     @classmethod
@@ -351,7 +359,7 @@ class VerdictRecord:
             reasons = [evidence["reason"]] + reasons
         if evidence.get("missing"):
             reasons.append(f"missing: {', '.join(evidence['missing'])}")
-        data.update(reasons=reasons, commands=commands)
+        data.update(reasons=reasons, commands=commands, changes=evidence.get("changes") or [])
         return cls.from_event_data(str(evidence.get("stage")), bool(evidence.get("passed")), data)
 
     def title(self) -> str:
@@ -368,6 +376,7 @@ class VerdictRecord:
         lines += [f"- blocking: {b}" for b in self.blocking]
         lines += [f"- non-blocking: {b}" for b in self.non_blocking]
         lines += [f"- command {c}" for c in self.commands]
+        lines += [f"- changed {c}" for c in self.changes]
         return lines
 
 

@@ -860,12 +860,13 @@ class Engine:
                      **({"concerns": concerns} if concerns else {}))
         if passed:
             s.passed.add(stage.id)
-            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence.path})
+            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"],
+                       data={"evidence": evidence.path, "changes": outcome.changes})
         else:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
                        data={"evidence": evidence.path, "next_stage": s.state.current_stage,
                              "iterations": s.state.iterations.get(stage.id, 0),
-                             "loops_back": s.state.status == "running"})
+                             "loops_back": s.state.status == "running", "changes": outcome.changes})
         if s.state.status == "done":
             self._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})
         elif s.state.status == "failed":

@@ -407,6 +407,7 @@ class RunView:
                     if event.text not in data["reasons"]:
                         data["reasons"] = [event.text] + list(data["reasons"])
                 data["commands"] = list(self._pending_commands)
+                data["changes"] = list(event.data.get("changes") or [])
                 self.verdicts.append(VerdictRecord.from_event_data(stage, passed, data))
                 self._pending_verdict, self._pending_commands = None, []
                 self._render_verdicts()

@@ -188,6 +188,8 @@ def test_the_approval_panel_shows_the_stage_diff_and_reverts_it(tmp_path):
     shown = panel.diff_html.value
     assert "What the stage changed" in shown and "1 file(s)" in shown
     assert "<details class='odin-diff-file'><summary><code>docs/notes.md</code>" in shown and "+1" in shown
+    assert view.verdicts[-1].changes == ["docs/notes.md (added, +1 -0)"]  # the verdicts list the changed files
+    assert "changed docs/notes.md (added, +1 -0)" in view.verdicts_html.value
     panel.revert_button.click()
     assert actions.calls == [("revert", "write")]
     assert not (tmp_path / "docs" / "notes.md").exists() and (tmp_path / "docs" / "old.md").read_text() == "kept\n"
