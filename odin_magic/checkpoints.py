@@ -96,7 +96,8 @@ def _git_env(git_dir: Path, index: Path, work_tree: Path) -> dict[str, str]:
 
 _CONFIG = ["-c", "gc.auto=0", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=off",
            "-c", "core.fileMode=true", "-c", "core.symlinks=true", "-c", "core.untrackedCache=true",
-           "-c", "advice.addEmbeddedRepo=false", "-c", "core.bigFileThreshold=512m"]
+           "-c", "advice.addEmbeddedRepo=false", "-c", "core.bigFileThreshold=512m",
+           "-c", f"core.excludesFile={os.devnull}"]  # the project's .gitignore files decide, not the user's global one
 
 
 class Checkpoints:
@@ -125,7 +126,7 @@ class Checkpoints:
         return proc.stdout
 
     def _failure(self, command: str, stderr: str, what: str) -> CheckpointError:
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
         detail = next((ln for ln in lines if "Permission denied" in ln or "unable to" in ln.lower()), lines[-1] if lines else "")
         if "Permission denied" in detail or "failed to insert" in stderr or "unable to index file" in stderr:
             return CheckpointError(f"cannot read the project's files to checkpoint them: {detail}",
