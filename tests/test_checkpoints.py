@@ -210,3 +210,20 @@ def test_restore_brings_back_text_binary_deleted_and_modes(project):
     assert os.access(project / "run.sh", os.X_OK) and (project / "gone" / "deep" / "f.txt").read_text() == "f\n"
     assert not (project / "new").exists()
     assert store.snapshot() == before
+
+
+def test_files_already_large_when_checkpoints_begin_are_left_out(project, monkeypatch):
+    from odin_magic import checkpoints
+
+    monkeypatch.setattr(checkpoints, "LARGE_FILE", 1000)
+    (project / "data [raw].bin").write_bytes(b"x" * 5000)
+    (project / "small.txt").write_text("s\n")
+    store = Checkpoints(project)
+    first = store.snapshot()
+    (project / "data [raw].bin").write_bytes(b"y" * 6000)
+    (project / "small.txt").write_text("t\n")
+    second = store.snapshot()
+    assert [c.path for c in store.changes(first, second)] == ["small.txt"]
+    store.restore(first)
+    assert (project / "small.txt").read_text() == "s\n" and (project / "data [raw].bin").read_bytes() == b"y" * 6000
+    assert "data" in store.large_files.read_text()
