@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .defaults import DEFAULT_LOOP  # noqa: F401  (the notebook defaults to it, the CLI offers it; re-exported)
 from .errors import LoopInvalid, LoopNotFound, OdinError
 from .loop import Loop, is_plain_name
 from .validation import ValidationReport, validate_file
-
-#: The loop a run starts when none is named (seed 000): the notebook defaults to it, the CLI offers it.
-DEFAULT_LOOP = "spec-harness-tdd"
 
 
 def builtin_loops_dir() -> Path:

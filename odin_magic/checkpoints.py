@@ -39,7 +39,8 @@ INDEX_NAME = "checkpoints.index"
 JOURNAL_NAME = "restore.journal.json"
 #: left out of every checkpoint, besides what the project's .gitignore files ignore
 EXCLUDED = (".odin-loop/", ".git/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ipynb_checkpoints/")
-PRIME_LIMIT = 64 << 20  # files larger than this are left to `git add` in the first checkpoint
+LARGE_FILE = 50 << 20  # files larger than this when the store is made are left out of checkpoints
+PRIME_LIMIT = LARGE_FILE
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -108,14 +109,18 @@ class Checkpoints:
         self.git_dir = self.root / GIT_DIR_NAME
         self.index = self.root / INDEX_NAME
         self.journal = self.root / JOURNAL_NAME
+        self.large_files = self.git_dir / "info" / "large-files"
         self._env = _git_env(self.git_dir, self.index, self.project_dir)
+        # the project's .gitignore files decide, not the user's global excludes file; files larger than
+        # LARGE_FILE when the store was made are listed in info/large-files and left out
+        self._config = [*_CONFIG, "-c", f"core.excludesFile={self.large_files}"]
         self._ready = False
 
     # -- git ---------------------------------------------------------------------------
 
     def _git(self, *args: str, input: bytes | None = None, what: str = "") -> bytes:
         try:
-            proc = subprocess.run(["git", *_CONFIG, *args], cwd=self.project_dir, env=self._env, input=input,
+            proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=self._env, input=input,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except FileNotFoundError:
             raise CheckpointError("checkpoints need git, and no `git` program was found",
@@ -125,7 +130,7 @@ class Checkpoints:
         return proc.stdout
 
     def _failure(self, command: str, stderr: str, what: str) -> CheckpointError:
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
         detail = next((ln for ln in lines if "Permission denied" in ln or "unable to" in ln.lower()), lines[-1] if lines else "")
         if "Permission denied" in detail or "failed to insert" in stderr or "unable to index file" in stderr:
             return CheckpointError(f"cannot read the project's files to checkpoint them: {detail}",
@@ -171,8 +176,19 @@ class Checkpoints:
         """Before the first checkpoint: store every file's content in ONE pack (``git fast-import``), so
         that ``git add`` finds the objects and writes no loose object per file (4x faster on 5,000 files)."""
         listed = self._git("ls-files", "-z", "-o", "--exclude-standard", what="listing the tree").split(b"\0")
+        large = []
+        for name in listed:
+            path = self.project_dir / os.fsdecode(name) if name else None
+            try:
+                if path is not None and not path.is_symlink() and path.is_file() and path.stat().st_size > LARGE_FILE:
+                    large.append("/" + _escape_glob(os.fsdecode(name)))
+            except OSError:
+                continue
+        if large:
+            write_atomic(self.large_files, "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20)
+                         + "".join(f"{p}\n" for p in large))
         try:
-            proc = subprocess.Popen(["git", *_CONFIG, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
+            proc = subprocess.Popen(["git", *self._config, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         except FileNotFoundError:
             return  # _git reports the missing program
@@ -272,7 +288,7 @@ class Checkpoints:
             scratch.unlink(missing_ok=True)
             for args, data in ((["update-index", "-z", "--index-info"], "".join(ln + "\0" for ln in lines).encode()),
                                (["write-tree"], None)):
-                proc = subprocess.run(["git", *_CONFIG, *args], cwd=self.project_dir, env=env, input=data,
+                proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env, input=data,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 if proc.returncode != 0:
                     raise self._failure(args[0], proc.stderr.decode("utf-8", "replace"), "restoring files")
@@ -350,6 +366,11 @@ class Checkpoints:
             except OSError:
                 return
             directory = directory.parent
+
+
+def _escape_glob(path: str) -> str:
+    """A path as a gitignore pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "*?[]!#\\ " else ch for ch in path)
 
 
 def _umask_bits() -> int:

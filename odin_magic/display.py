@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .interview.convergence import EARLY_EXIT_FROM_ROUND
-from .loop import Loop
+from typing import TYPE_CHECKING
+
+from .interview.limits import EARLY_EXIT_FROM_ROUND
 from .report import (AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, render_runs, render_simulation,
                      render_status, stage_marks, threshold_standing)
-from .state import RunState
+
+if TYPE_CHECKING:  # annotations only: `%load_ext odin_magic` does not load the models
+    from .loop import Loop
+    from .state import RunState
 
 FAILED_MARK = "❌"
 __all__ = ["PASSED", "LOOPED", "AWAITING", "NOT_STARTED", "FAILED_MARK", "html_mark"]
@@ -183,6 +187,8 @@ def _against_threshold(iv) -> str:
     """Ambiguity against the threshold, truthfully: below it, the interview still asks until the
     round from which it may stop early (and the stop condition also needs criteria, no open blockers)."""
     standing = threshold_standing(iv)
+    if standing == "accepted":
+        return f"above threshold {iv.threshold:.2f}, accepted by the user"
     if standing == "above":
         return f"threshold {iv.threshold:.2f}, not reached yet"
     if standing == "early":
@@ -312,6 +318,12 @@ def command_line(cmd: str, exit_code: int | None, timed_out: bool | None) -> str
     return f"{'✓' if ok else '✗'} {cmd}{tail}"
 
 
+def change_line(change: dict) -> str:
+    """One changed file of a gate's evidence: ``src/app.py (added, +2 -0)`` (binary: no line counts)."""
+    counts = "binary" if change.get("added") is None else f"+{change.get('added')} -{change.get('deleted')}"
+    return f"{change.get('path')} ({change.get('kind')}, {counts})"
+
+
 @dataclass
 class VerdictRecord:
     """One gate evaluation as the live view saw it (from gate events)."""
@@ -322,6 +334,7 @@ class VerdictRecord:
     blocking: list[str] = field(default_factory=list)
     non_blocking: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)  # "✓ cmd" / "✗ cmd (exit 1)"
+    changes: list[str] = field(default_factory=list)  # "src/app.py (added, +2 -0)": what the stage changed
 
     @classmethod
     def from_event_data(cls, stage: str, passed: bool, data: dict) -> "VerdictRecord":
@@ -338,6 +351,7 @@ class VerdictRecord:
             blocking=[str(b) for b in verdict.get("blocking") or []],
             non_blocking=[str(b) for b in verdict.get("non_blocking") or []],
             commands=[str(c) for c in data.get("commands") or []],
+            changes=[change_line(c) for c in data.get("changes") or [] if isinstance(c, dict)],
         )
 
     @classmethod
@@ -351,7 +365,7 @@ class VerdictRecord:
             reasons = [evidence["reason"]] + reasons
         if evidence.get("missing"):
             reasons.append(f"missing: {', '.join(evidence['missing'])}")
-        data.update(reasons=reasons, commands=commands)
+        data.update(reasons=reasons, commands=commands, changes=evidence.get("changes") or [])
         return cls.from_event_data(str(evidence.get("stage")), bool(evidence.get("passed")), data)
 
     def title(self) -> str:
@@ -368,6 +382,7 @@ class VerdictRecord:
         lines += [f"- blocking: {b}" for b in self.blocking]
         lines += [f"- non-blocking: {b}" for b in self.non_blocking]
         lines += [f"- command {c}" for c in self.commands]
+        lines += [f"- changed {c}" for c in self.changes]
         return lines
 
 

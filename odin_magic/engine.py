@@ -29,14 +29,14 @@ from typing import Any, Callable, Iterator
 import filelock
 from pydantic import ValidationError
 
-from . import completion, gates, judging, memory, mutation, reporting, routing, runreport, scope
+from . import completion, diffs, gates, judging, memory, mutation, reporting, rewind, routing, runreport, scope
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
 from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
-from .interview.runner import AwaitingAnswer
+from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
@@ -82,7 +82,7 @@ def _copy_state(state: RunState) -> RunState:
         "history": list(state.history),
         "iterations": dict(state.iterations),
         "artifacts": dict(state.artifacts),
-        "dry": state.dry.model_copy(update={"gates": list(state.dry.gates)}) if state.dry is not None else None,
+        "dry": state.dry.model_copy(update={"used": dict(state.dry.used)}) if state.dry is not None else None,
     })
 
 
@@ -322,6 +322,66 @@ class Engine:
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
             return self._snapshot(s)
 
+    # -- checkpoints: diff, revert, fork (odin_magic/diffs.py, odin_magic/rewind.py) --------------
+
+    def diff(self, selector: str | None = None, run_id: str | None = None) -> diffs.StageDiff:
+        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest)."""
+        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector)
+
+    def revert(self, selector: str | None = None, to: int | None = None, force: bool = False) -> RunState:
+        """Restore the tree to the checkpoint before a stage execution; the run continues from that stage.
+        Files changed by hand since the run last left the tree are kept (named in the event) unless ``force``."""
+        with self._driving(), self._open_active(need_worker=False, reopen_failed=True) as s:
+            plan = rewind.revert_plan(self.checkpoints, s.state, selector, to, force)
+            tree = rewind.apply(self.checkpoints, plan)
+            self._record(s, "reverted", stage=plan.stage, to=plan.target, execution=plan.number,
+                         restored=plan.restore, kept=plan.kept, set={
+                             "current_stage": plan.stage, "status": "running", "blocked": None, "repeats": None,
+                             "checkpoint": None, "feedback": None, "tree": tree, "failure_reason": None,
+                             "ended_at": None})
+            kept = f"; kept your changes to {', '.join(plan.kept)} (--force reverts them too)" if plan.kept else ""
+            self._emit("reverted", s.state, stage=plan.stage, data={"restored": plan.restore, "kept": plan.kept},
+                       text=f"reverted to before execution {plan.number} ({plan.stage}): {len(plan.restore)} file(s) "
+                            f"restored{kept}; `odin run` continues from {plan.stage}")
+            return self._snapshot(s)
+
+    def fork(self, from_point: int | None = None, run_id: str | None = None, force: bool = False) -> RunState:
+        """A new run from point ``from_point`` (history entries kept) of ``run_id`` (default: the active or
+        latest run), the tree restored to that point; the old run is abandoned with a pointer to the fork."""
+        with self._driving():
+            source = self.status(run_id)
+            point = rewind.fork_point(source, from_point)
+            loop = self.loop_for(source.run_id)
+            plan = rewind.plan(self.checkpoints, source, point.target, point.current_stage, point.number, force)
+            now = self.clock()
+            with self.store.project_lock():
+                new_id = self.store.new_run_id(_local_naive(now), loop.name)
+                if source.status != "abandoned" or source.forked_to is None:
+                    self._abandon_for_fork(source.run_id, new_id)
+                created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
+                           "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
+                           "dry": (source.dry.model_copy(update={"gates": [], "used": {}}).model_dump()
+                                   if source.dry is not None else None)}
+                handle = self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command)
+            with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
+                rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
+                tree = rewind.apply(self.checkpoints, plan)
+                fields = rewind.forked_fields(point)
+                fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
+                self._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
+                self._emit("forked", s.state, stage=point.current_stage,
+                           text=f"run {new_id} forked from {source.run_id} at point {point.number}; "
+                                f"`odin run` continues it from {point.current_stage}")
+                return self._snapshot(s)
+
+    def _abandon_for_fork(self, run_id: str, fork_id: str) -> None:
+        handle, _ = self.store.open(run_id, self.command, self._now())
+        try:
+            ended = {"ended_at": self._now()} if handle.state.ended_at is None else {}
+            handle.record("abandoned", self._now(), set={"status": "abandoned", "forked_to": fork_id, **ended})
+        finally:
+            handle.close()
+
     def request_stop(self) -> None:
         """End the current drive after the current step; the run stays running and resumable."""
         self._stop.set()
@@ -388,7 +448,8 @@ class Engine:
 
     def record_interview(self, session: Session, summary: InterviewSummary) -> None:
         """For an interview runner: persist the interview's convergence (seed 000's write contract)."""
-        self._record(session, "interview", save=True, interview=summary.model_dump())
+        # seed 000: after every round (``accepted`` only once the user accepted the residual ambiguity)
+        self._record(session, "interview", save=True, interview=summary.model_dump(exclude_none=True))
 
     # -- opening runs ---------------------------------------------------------
 
@@ -408,7 +469,7 @@ class Engine:
     @contextlib.contextmanager
     def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
         """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
-        active, damaged = self._scan(tell=False)  # opening repairs the run and tells, below
+        active, damaged = self._scan_loaded(tell=False)  # opening repairs the run and tells, below
         if active is None and reopen_failed:
             active = self._latest_failed()
         if active is None and damaged is not None:
@@ -418,7 +479,7 @@ class Engine:
                 f"no active run in {self.project_dir}",
                 hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)",
             )
-        handle, notice = self.store.open(active.run_id, self.command, self._now())
+        handle, notice = self.store.open(active.state.run_id, self.command, self._now(), known=active)
         try:
             reopening = reopen_failed and handle.state.status == "failed"
             if not handle.state.active and not reopening:  # changed between the scan and the lock
@@ -437,12 +498,12 @@ class Engine:
                 self._reopen(session)
             yield session
 
-    def _latest_failed(self) -> RunState | None:
+    def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""
         latest = None
         for loaded in self._readable_runs():
-            latest = loaded.state
-        return latest if latest is not None and latest.status == "failed" else None
+            latest = loaded
+        return latest if latest is not None and latest.state.status == "failed" else None
 
     def _reopen(self, s: Session) -> None:
         """A failed run becomes running again (recorded as a ``reopened`` record, with why it had failed)."""
@@ -491,12 +552,17 @@ class Engine:
 
     def _scan(self, tell: bool = True) -> tuple[RunState | None, tuple[str, RunCorrupt] | None]:
         """The active run; else a damaged run that may still be active (it blocks a new run)."""
+        loaded, damaged = self._scan_loaded(tell)
+        return (loaded.state if loaded is not None else None), damaged
+
+    def _scan_loaded(self, tell: bool = True) -> tuple[Loaded | None, tuple[str, RunCorrupt] | None]:
+        """:meth:`_scan`, the active run as loaded (opening it then reads its state.json no more)."""
         damaged: list[tuple[str, RunCorrupt]] = []
         for loaded in self._readable_runs(damaged):
             if loaded.state.active:
                 if tell:
                     self._notice_if(loaded)
-                return loaded.state, None
+                return loaded, None
         return None, next(((rid, exc) for rid, exc in damaged if exc.may_be_active), None)
 
     def blocking_damage(self) -> tuple[str, RunCorrupt] | None:
@@ -627,7 +693,7 @@ class Engine:
         if self._add_usage(s, stage.id, asking.usage):
             return
         self._record(s, "awaiting_answer", stage=stage.id, set={"status": "awaiting_answer", "current_stage": stage.id},
-                     interview=asking.summary.model_dump())
+                     interview=asking.summary.model_dump(exclude_none=True))
         self._emit("question", s.state, stage=stage.id, text=asking.text,
                    data={"question": asking.question.model_dump(mode="json")})
         self._emit("awaiting_answer", s.state, stage=stage.id,
@@ -827,7 +893,10 @@ class Engine:
         if pending is not None and pending.stage == stage.id and self.checkpoints.exists(pending.before):
             return pending.before
         before = self.checkpoints.snapshot()
-        self._record(s, "checkpoint", save=False, stage=stage.id, set={"checkpoint": {"stage": stage.id, "before": before}})
+        # no fsync of its own: the stage's gate record, appended after it to the same log, makes both durable
+        # (one fsync per transition); a power cut before that re-runs the stage, which takes its checkpoint anew
+        self._record(s, "checkpoint", save=False, sync=False, stage=stage.id,
+                     set={"checkpoint": {"stage": stage.id, "before": before}})
         return before
 
     def _checkpoint_after(self, before: str) -> StageCheckpoint:
@@ -844,7 +913,7 @@ class Engine:
         return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: str, produced: dict[str, str], stepping: bool, at: str,
+                     evidence: gates.EvidenceFile, produced: dict[str, str], stepping: bool, at: str,
                      ckpt: StageCheckpoint | None = None, hold: bool = False) -> None:
         """Record a gate outcome and where it sends the run; ``hold``: a pass that neither pauses nor
         ends the run (the checks before done failed, and the next record says where it goes)."""
@@ -854,14 +923,16 @@ class Engine:
         entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses else "ai", at)
         if not passed:
             entry["reason"] = reason
-        entry["evidence"] = evidence
+        entry["evidence"] = evidence.path
         if ckpt is not None:
             entry.update(checkpoint=ckpt.before, after=ckpt.after)
         changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
+        if ckpt is not None:
+            changes["tree"] = ckpt.after
         if produced:
             changes["artifacts"] = produced
-        if st.dry is not None and isinstance(s.worker, DryWorker):
-            changes["dry_gates"] = s.worker.remaining_gates
+        if st.dry is not None and isinstance(s.worker, DryWorker) and s.worker.used(stage.id) is not None:
+            changes["dry_used"] = {stage.id: s.worker.used(stage.id)}  # the script's position, not its rest
         if passed:
             if stage.id not in s.passed:
                 changes["no_progress"] = 0
@@ -884,19 +955,22 @@ class Engine:
                                   judge_status=outcome.judge_status)
             entry["failure"] = route.failure
             if route.failure == "blocked" and ckpt is not None:  # BLOCKED: undo the stage, then ask the human
-                undone = self.checkpoints.restore(ckpt.before)
+                undone = self.checkpoints.restore(ckpt.before, paths=[
+                    c.path for c in ckpt.changes if not scope.protected(c.path)])
                 route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
             changes.update(self._failure_changes(s, stage, route, reason, stepping, at))
         concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
-        self._record(s, "gate", stage=stage.id, entry=entry, set=changes, **({"concerns": concerns} if concerns else {}))
+        self._record(s, "gate", stage=stage.id, entry=entry, set=changes, evidence_sha256=evidence.sha256,
+                     **({"concerns": concerns} if concerns else {}))
         if passed:
             s.passed.add(stage.id)
-            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"], data={"evidence": evidence})
+            self._emit("gate_passed", s.state, stage=stage.id, text=entry["gate"],
+                       data={"evidence": evidence.path, "changes": outcome.changes})
         else:
             self._emit("gate_failed", s.state, stage=stage.id, text=reason or "",
-                       data={"evidence": evidence, "next_stage": s.state.current_stage,
+                       data={"evidence": evidence.path, "next_stage": s.state.current_stage,
                              "iterations": s.state.iterations.get(stage.id, 0),
-                             "loops_back": s.state.status == "running"})
+                             "loops_back": s.state.status == "running", "changes": outcome.changes})
         if s.state.status == "done":
             self._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})
         elif s.state.status == "failed":
@@ -972,7 +1046,7 @@ class Engine:
         """Record usage; True when it put the run over budget (the run is then failed)."""
         if usage == Usage():
             return False
-        self._record(s, "usage", save=False, stage=stage_id, usage=usage.model_dump())
+        self._record(s, "usage", stage=stage_id, usage=usage.model_dump())
         total = s.state.usage.total
         self._emit("usage", s.state, stage=stage_id, data={"stage": usage.model_dump(), "total": total.model_dump()})
         budget = s.loop.budget
@@ -987,9 +1061,10 @@ class Engine:
     def _now(self) -> str:
         return _stamp(self.clock())
 
-    def _record(self, s: Session, type: str, save: bool = True, **fields: Any) -> None:
+    def _record(self, s: Session, type: str, save: bool | None = None, sync: bool = True, **fields: Any) -> None:
+        """Append one event; state.json is refreshed when the handle's policy says so and when the drive ends."""
         with self._view_lock:
-            s.handle.record(type, self._now(), save=save, **fields)
+            s.handle.record(type, self._now(), save=save, sync=sync, **fields)
 
     def _snapshot(self, s: Session) -> RunState:
         with self._view_lock:

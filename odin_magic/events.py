@@ -12,11 +12,12 @@ from typing import Any, Callable
 #: done, failed, abandoned, notice (e.g. "state rebuilt from the event log");
 #: question (a deep interview asks: text = the rendered question, data["question"]) followed by
 #: awaiting_answer (the run pauses for the answer); blocked (a failure no loopback can fix, see
-#: odin_magic.routing: data = state.blocked) and unblocked (``run`` continues a blocked run).
+#: odin_magic.routing: data = state.blocked) and unblocked (``run`` continues a blocked run);
+#: reverted (the tree went back to a checkpoint) and forked (a new run from a point of another).
 EVENT_KINDS = (
     "run_started", "stage_started", "worker", "gate_command", "gate_verdict", "gate_passed",
     "gate_failed", "paused", "approved", "revised", "usage", "stopped", "done", "failed",
-    "abandoned", "notice", "question", "awaiting_answer", "blocked", "unblocked",
+    "abandoned", "notice", "question", "awaiting_answer", "blocked", "unblocked", "reverted", "forked",
 )
 
 

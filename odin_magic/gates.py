@@ -3,11 +3,14 @@
 A missing artifact or a failing command fails the gate and the judge is not
 consulted, so no judge can overrule a command. The evidence of every
 evaluation (what was missing, each command's exit code and output tails, the
-verdict) is written to one JSON file in the run dir.
+verdict) is written to one JSON file in the run dir, without an fsync of its
+own: the gate's event-log record carries the file's SHA-256 (see
+:func:`save_evidence`), and the log's append is the transition's one fsync.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -25,7 +28,6 @@ from .loop import GateCommand, Stage
 from .processes import GuardedCommand
 from .secrets import redact_text
 from .state import Usage
-from .store import write_atomic
 from .workers.base import CommandEvidence, EventSink, JudgeJob, Verdict, Worker
 
 DEFAULT_COMMAND_TIMEOUT = 600.0
@@ -216,10 +218,26 @@ def judged(verdict: Verdict) -> tuple[bool, str | None]:
     return judging.decide(verdict)
 
 
-def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> str:
-    """Write the evidence file; returns its run-dir-relative path (for the history entry)."""
+@dataclass(frozen=True)
+class EvidenceFile:
+    path: str  # run-dir-relative, for the history entry
+    sha256: str  # of its bytes, for the gate's event-log record
+
+
+def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> EvidenceFile:
+    """Write the evidence file (no fsync: the gate record that names it carries its hash).
+
+    A crash before the gate record re-runs the evaluation, which rewrites the
+    same file (its name depends only on the history's length). No configured
+    secret's value is written (:mod:`odin_magic.secrets`)."""
     rel = f"gates/{number:04d}-{stage_id}.json"
     path = run_dir / rel
-    path.parent.mkdir(exist_ok=True)
-    write_atomic(path, json.dumps(outcome.evidence(stage_id, number, at), indent=1, ensure_ascii=False))
-    return rel
+    data = redact_text(json.dumps(outcome.evidence(stage_id, number, at), indent=1, ensure_ascii=False)).encode("utf-8")
+    try:
+        f = open(path, "wb")
+    except FileNotFoundError:
+        path.parent.mkdir(exist_ok=True)
+        f = open(path, "wb")
+    with f:
+        f.write(data)
+    return EvidenceFile(rel, hashlib.sha256(data).hexdigest())

@@ -35,11 +35,10 @@ from .display import (
     ValidationDisplay,
     loop_rows,
 )
-from . import authoring_magics
+from . import authoring_magics, history_magics
 from .errors import OdinError
-from .catalog import DEFAULT_LOOP  # the notebook's default loop (seed 000)
+from .defaults import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from .runner import NotebookRunner
-from .state import DryOptions
 
 
 #: Called as ``setup(engine, magics)`` for each Engine the notebook builds, before it drives:
@@ -114,6 +113,7 @@ def _parser() -> MagicArgumentParser:
     sh = add("show", "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.")
     sh.add_argument("loop")
     authoring_magics.add_parsers(add)
+    history_magics.add_parsers(add)
     c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
     c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
     h = add("help", "Show this help, or one command's.")
@@ -290,6 +290,7 @@ class OdinMagics(Magics):
                       "(%odin list shows the others; %odin run LOOP --task ... picks one)")
             dry = None
             if dry_flags:
+                from .state import DryOptions
                 from .workers.dry import parse_gate_script
 
                 dry = DryOptions(gates=parse_gate_script(args.gates, loop_def), approve_all=args.approve_all,
@@ -376,7 +377,7 @@ class OdinMagics(Magics):
 
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
                            question_source=runner.pending_question, question_panel_source=runner.question_panel,
-                           run_dir_for=runner.run_dir)
+                           run_dir_for=runner.run_dir, diff_source=runner.stage_diff)
             charts = []
             if self.charts:
                 from .charts import ChartHandle, run_chart
@@ -488,6 +489,12 @@ class OdinMagics(Magics):
 
     def _cmd_refine(self, args):
         return authoring_magics.cmd_refine(self, args)
+
+    def _cmd_diff(self, args):
+        return history_magics.cmd_diff(self, args)
+
+    def _cmd_revert(self, args):
+        return history_magics.cmd_revert(self, args)
 
     def _cmd_memory(self, args):
         return authoring_magics.cmd_memory(self, args)

@@ -38,7 +38,8 @@ APPROVED_UNCHANGED_RUNS = 3
 #: how many runs must end done (none near the cap) before max_iterations may be lowered
 LOWER_CAP_RUNS = 3
 
-ENDED = {"done": "done", "failed": "failed", "abandoned": "abandoned"}
+#: a run's status -> its outcome; any other status (running, awaiting approval or an answer) is "active"
+OUTCOMES = {"done": "done", "failed": "failed", "abandoned": "abandoned", "blocked": "blocked"}
 
 
 # -- reading the runs ------------------------------------------------------------------------
@@ -51,7 +52,7 @@ class RunFacts(BaseModel):
     loop: str
     version: str | None
     status: str
-    outcome: Literal["done", "failed", "abandoned", "blocked"]
+    outcome: Literal["done", "failed", "abandoned", "blocked", "active"]
     failure_reason: str | None = None
     limit_hit: str | None = None  # max_iterations | max_no_progress | timeout | budget | repeated (blocked)
     total_iterations: int = 0
@@ -99,7 +100,7 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
             continue
         if state is None or (loop is not None and state.loop != loop):
             continue
-        outcome = ENDED.get(state.status, "blocked")
+        outcome = OUTCOMES.get(state.status, "active")
         out.append(RunFacts(
             run_id=run_id, loop=state.loop, version=_version_text(loop_data.get("version")), status=state.status,
             outcome=outcome, failure_reason=state.failure_reason,
@@ -159,6 +160,7 @@ class LoopStats(BaseModel):
     outcomes: dict[str, int]
     limits_hit: dict[str, list[str]]
     total_iterations: dict[str, int]
+    max_iterations: dict[str, int] = Field(default_factory=dict)  # the cap each run ran with
     interview_rounds: dict[str, int]
     stages: list[StageStats]
     versions: list[VersionStats]
@@ -267,8 +269,9 @@ def aggregate(loop_name: str, runs: list[RunFacts], stage_order: list[str] | Non
     outcomes = Counter(r.outcome for r in runs)
     return LoopStats(
         loop=loop_name, runs=len(runs), run_ids=[r.run_id for r in runs],
-        outcomes={k: outcomes.get(k, 0) for k in ("done", "failed", "abandoned", "blocked")},
+        outcomes={k: outcomes.get(k, 0) for k in ("done", "failed", "abandoned", "blocked", "active")},
         limits_hit=dict(limits), total_iterations={r.run_id: r.total_iterations for r in runs},
+        max_iterations={r.run_id: r.max_iterations for r in runs},
         interview_rounds={r.run_id: r.interview_rounds for r in runs if r.interview_rounds is not None},
         stages=[stats[s] for s in order if s in stats], versions=versions,
     )
@@ -325,7 +328,8 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
     """The rule-based proposals (always offline)."""
     out: list[_Rule] = []
     cap = loop.max_iterations
-    capped = stats.limits_hit.get("max_iterations", [])
+    # runs that failed at a cap no higher than today's: a cap raised since is not raised again
+    capped = [r for r in stats.limits_hit.get("max_iterations", []) if stats.max_iterations.get(r, cap) >= cap]
     if capped:
         new = cap + max(2, cap // 2)
         out.append(_Rule("max_iterations", f"raise max_iterations from {cap} to {new}",
@@ -370,8 +374,9 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
                                               f"{s.max_consecutive_failures} in a row retrying itself; "
                                               f"top reason: {s.failure_reasons[0].text}")))
         repeated = [g for g in s.revise_feedback]
-        if stage.gate.pauses and sum(g.count for g in repeated) >= 2:
-            wanted = [g.text.strip().rstrip(".") for g in repeated[:3]]
+        wanted = [g.text.strip().rstrip(".") for g in repeated[:3]]
+        said = " ".join(stage.gate.check.split()).lower()
+        if stage.gate.pauses and sum(g.count for g in repeated) >= 2 and not all(w.lower() in said for w in wanted):
             check = " ".join(stage.gate.check.split()).rstrip(".") + ". Also: " + "; ".join(wanted) + "."
             runs = sorted({r for g in repeated for r in g.runs})
             out.append(_Rule("check", f"sharpen the check of {stage.id} with the users' repeated feedback",
@@ -388,7 +393,7 @@ def rule_proposals(loop: Loop, stats: LoopStats) -> list[_Rule]:
     for i, stage in enumerate(loop.stages):
         s = stats.stage(stage.id)
         pair = _unrelated(s.failure_reasons) if s is not None else None
-        if pair is not None:
+        if pair is not None and "in particular, not:" not in stage.gate.check:  # not a stage split before
             first, second = pair
             new_id = next(f"{stage.id}-{n}" for n in range(2, 100) if f"{stage.id}-{n}" not in loop.stage_ids())
             check = " ".join(stage.gate.check.split()).rstrip(".")

@@ -14,6 +14,17 @@ from .display import _Display
 from .refine import LoopStats, Proposal, RefineResult
 
 
+def diff_html(diff: str) -> str:
+    """A unified diff as HTML: added lines green, removed lines red."""
+    out = []
+    for line in diff.splitlines():
+        colour = ("#1a7f37" if line.startswith("+") and not line.startswith("+++") else
+                  "#cf222e" if line.startswith("-") and not line.startswith("---") else None)
+        text = html.escape(line)
+        out.append(f"<span style='color:{colour}'>{text}</span>" if colour else text)
+    return "<pre class='odin-diff'>" + "\n".join(out) + "</pre>"
+
+
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -21,7 +32,7 @@ def _rate(value: float | None) -> str:
 def render_stats(stats: LoopStats) -> str:
     o = stats.outcomes
     lines = [f"loop {stats.loop}: {stats.runs} run(s): {o['done']} done, {o['failed']} failed, "
-             f"{o['abandoned']} abandoned, {o['blocked']} blocked"]
+             f"{o['abandoned']} abandoned, {o['blocked']} blocked, {o['active']} active"]
     for limit, runs in stats.limits_hit.items():
         lines.append(f"  hit {limit}: {len(runs)} run(s) ({', '.join(runs)})")
     if len(stats.versions) > 1 or (stats.versions and stats.versions[0].version is not None):
@@ -126,7 +137,7 @@ class RefineDisplay(_Display):
             parts.append("<p>No new proposals: nothing in these runs calls for a change.</p>")
         for p in self.result.proposals:
             parts.append(f"<h5>{html.escape(render_proposal(p, diff=False).splitlines()[0])}</h5>"
-                         f"<p>{html.escape(p.evidence.summary)}</p><pre>{html.escape(p.diff)}</pre>")
+                         f"<p>{html.escape(p.evidence.summary)}</p>{diff_html(p.diff)}")
         return "".join(parts)
 
 
@@ -137,7 +148,7 @@ def proposal_panel(proposal: Proposal, apply: Callable[[str], str], reject: Call
     title = w.HTML(f"<b>{html.escape(proposal.id)}</b>: {html.escape(proposal.title)}"
                    + (" <i>[model-written]</i>" if proposal.written_by == "model" else "")
                    + f"<br><span class='odin-muted'>{html.escape(proposal.evidence.summary)}</span>")
-    diff = w.HTML("<pre>" + html.escape(proposal.diff) + "</pre>")
+    diff = w.HTML(diff_html(proposal.diff))
     apply_button = w.Button(description="Apply", button_style="success", tooltip=f"apply {proposal.id}")
     reject_button = w.Button(description="Reject", button_style="danger", tooltip=f"reject {proposal.id}")
     status = w.HTML(f"status: {proposal.status}")

@@ -9,12 +9,14 @@ needs the run dir).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .events import EngineEvent
-from .interview.convergence import EARLY_EXIT_FROM_ROUND
-from .loop import Loop
-from .state import InterviewSummary, RunState, Usage
+from .interview.limits import EARLY_EXIT_FROM_ROUND
+
+if TYPE_CHECKING:  # annotations only: front ends load this module cheaply
+    from .events import EngineEvent
+    from .loop import Loop
+    from .state import InterviewSummary, RunState, Usage
 
 PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
@@ -65,9 +67,12 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below"]:
+def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below", "accepted"]:
     """Where an interview's ambiguity stands against its threshold. ``early``: below it, but before the
-    round from which the interview may stop, so it still asks (the stop condition needs more than the number)."""
+    round from which the interview may stop, so it still asks (the stop condition needs more than the number).
+    ``accepted``: above it, and the user accepted that (``proceed``)."""
+    if iv.ambiguity > iv.threshold and iv.accepted:
+        return "accepted"
     if iv.ambiguity > iv.threshold:
         return "above"
     return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
@@ -122,6 +127,7 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
             "above": "not yet",
             "early": f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}",
             "below": "below threshold",
+            "accepted": "above threshold, accepted by the user",
         }[threshold_standing(iv)]
         lines.append(
             f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({against})"
@@ -250,6 +256,8 @@ def format_event(event: EngineEvent) -> str | None:
         return f"{AWAITING} {text}"
     if k == "blocked":
         return f"⛔ {text}"
+    if k in ("reverted", "forked"):
+        return f"↶ {text}"
     if k == "unblocked":
         return f"▶ {text}"
     if k == "completion":  # the checks before done: a line per criterion and the suite

@@ -11,12 +11,18 @@ from __future__ import annotations
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .background import BackgroundDrive, DriveOutcome, EventFanout
-from .engine import require_not_paused, require_stage, require_status, require_task, require_text
 from .errors import NoActiveRun, OdinError, RunRefused
-from .state import DryOptions, RunState
+from .lazy import lazy
+
+if TYPE_CHECKING:  # the engine and the models load with the first engine, not with `%load_ext`
+    from .state import DryOptions, RunState
+
+require_not_paused, require_stage, require_status, require_task, require_text = (
+    lazy("odin_magic.engine", name)
+    for name in ("require_not_paused", "require_stage", "require_status", "require_task", "require_text"))
 
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
 WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
@@ -99,6 +105,8 @@ class NotebookRunner:
                 chart.update(state)
 
     def _finished(self, outcome: DriveOutcome) -> None:
+        from .state import RunState  # loaded by the drive that just ended
+
         view = self.view
         if outcome.ok and isinstance(outcome.result, RunState):
             if view is not None:
@@ -192,6 +200,23 @@ class NotebookRunner:
         require_text(text, "answer")
         require_status(self._require_active(), "answer")
         self._submit("answer", lambda: self.engine.answer(text), ready, at_pause=("awaiting_answer",))
+
+    def revert(self, stage: str | None = None, to: int | None = None, force: bool = False) -> RunState:
+        """Revert a stage execution (see Engine.revert), at once: it performs no stage. Refused while driving."""
+        if self.drive.busy and self._paused_in(("awaiting_approval", "blocked")):
+            self.drive.wait(SETTLE_TIMEOUT)  # the drive is only finishing announcing the pause
+        self.drive.refuse_if_busy()
+        state = self.engine.revert(stage, to=to, force=force)
+        if self.view is not None:
+            self.view.show_state(state)
+        return state
+
+    def stage_diff(self, state: RunState):
+        """The latest stage execution's diff of ``state``'s run (the paused stage's, at a pause), or None."""
+        try:
+            return self.engine.diff(run_id=state.run_id)
+        except OdinError:
+            return None
 
     def pending_question(self, state: RunState) -> str | None:
         """The interview's waiting question as text (None when no interview waits, or none is installed)."""

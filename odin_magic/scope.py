@@ -12,6 +12,9 @@ it (a file tool or ``bash``):
   "anywhere"; for the other roles it narrows their ``produces`` (a ``produces``
   entry outside the scope is a validation error).
 
+Notebooks (``*.ipynb``) are the user's: Jupyter saves them while stages run, so
+they are never reverted as out of scope (see :data:`PROTECTED`).
+
 A change outside what the stage may write is reverted to the checkpoint and the
 gate fails with the list ("reviewer changed src/app.py outside its scope:
 reverted").
@@ -81,6 +84,15 @@ def may_overlap(a: str, b: str) -> bool:
     return pa.startswith(pb) or pb.startswith(pa)
 
 
+#: The user's own documents: a notebook open in Jupyter is saved while stages run, so a change to one
+#: is never taken for a stage's and never reverted unasked (scope, BLOCKED, revert without --force).
+PROTECTED = ("**/*.ipynb",)
+
+
+def protected(path: str) -> bool:
+    return matches(PROTECTED, path)
+
+
 @dataclass(frozen=True)
 class ScopeRule:
     """What one stage may change in the project tree."""
@@ -116,7 +128,7 @@ def rule_for(stage: Stage, project_dir: Path, run_dir: Path) -> ScopeRule:
 
 
 def violations(rule: ScopeRule, changes: list[Change]) -> list[Change]:
-    return [c for c in changes if not rule.allows(c.path)]
+    return [c for c in changes if not rule.allows(c.path) and not protected(c.path)]
 
 
 def violation_reason(rule: ScopeRule, bad: list[Change]) -> str:

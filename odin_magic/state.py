@@ -76,6 +76,7 @@ class InterviewSummary(_State):
     rounds: int
     ambiguity: float
     topology: list[str]
+    accepted: bool | None = None  # addition: True once the user accepted the residual ambiguity (`proceed`)
 
 
 class Streak(_State):
@@ -126,12 +127,31 @@ class HistoryEntry(_State):
 
 
 class DryOptions(_State):
-    """What a dry run remembers so that a plain ``run`` continues it the same way."""
+    """What a dry run remembers so that a plain ``run`` continues it the same way.
 
-    gates: list[str] = Field(default_factory=list)  # remaining "stage:fail" items, in order
+    The gate script is kept whole; how far it has been consumed is a position
+    per stage (``used``), so a gate's record carries one number, not the rest
+    of the script.
+    """
+
+    gates: list[str] = Field(default_factory=list)  # the "stage:fail" items, in order
+    used: dict[str, int] = Field(default_factory=dict)  # per stage: how many of its items are consumed
     approve_all: bool = False
     stage_delay: float = 0.0
     run_commands: bool = False  # run gate.run commands too (default: skipped, recorded as such)
+
+    @property
+    def remaining(self) -> list[str]:
+        """The items not consumed yet, in order."""
+        skip = dict(self.used)
+        out = []
+        for item in self.gates:
+            stage = item.partition(":")[0]
+            if skip.get(stage, 0) > 0:
+                skip[stage] -= 1
+            else:
+                out.append(item)
+        return out
 
 
 class RunState(_State):
@@ -156,6 +176,9 @@ class RunState(_State):
     feedback: str | None = None  # a pending revision request (cleared by the next gate)
     blocked: Blocked | None = None  # set while status is "blocked"
     checkpoint: PendingCheckpoint | None = None  # set while a stage execution is under way
+    tree: str | None = None  # the project tree as the run last left it (a checkpoint id; odin_magic.rewind)
+    forked_from: str | None = None  # "RUN_ID@N": this run is a fork of point N of that run
+    forked_to: str | None = None  # the run that forked this one (which is then abandoned)
     concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.routing)
     log_seq: int = 0  # sequence number of the last event-log record folded in

@@ -14,11 +14,16 @@ Layout (see ``docs/engine.md``)::
             gates/<n>-<stage>.json   evidence of each gate evaluation
 
 Every record of the log is one JSON line ``{"seq", "at", "type", ...}`` written
-with flush + fsync. The run's state is a pure fold of the records
-(:func:`apply`); state.json is replaced atomically and carries ``log_seq``, so a
-state.json that is missing, corrupt or behind the log is rebuilt from it. A
-torn last line (a crash in the middle of an append) is ignored by readers and
-cut off by the next driver.
+with one ``write`` and one fsync: that is the one fsync of a transition. The
+run's state is a pure fold of the records (:func:`apply`). state.json is a
+cache of the fold, replaced atomically and carrying ``log_seq``; the driver
+refreshes it at every pause, end and stop and periodically in between
+(:meth:`RunHandle.refresh_due`), so it is usually a few records behind the log
+while a run is driven or after a crash. A reader that finds it behind folds in
+the records after ``log_seq``, read from the log's end (the normal path, not
+damage); one that is missing, corrupt or ahead is rebuilt from the whole log
+and reported. A torn last line (a crash in the middle of an append) is ignored
+by readers and cut off by the next driver.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import secrets
 import socket
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -57,18 +63,25 @@ GITIGNORE_TEXT = (
     "!loops/**\n"
 )
 
-#: state fields an event may set through its ``set`` object (``iterations`` and
-#: ``artifacts`` are merged key by key; ``dry_gates`` replaces the dry script).
+#: state fields an event may set through its ``set`` object (``iterations``,
+#: ``artifacts`` and ``dry_used`` are merged key by key; ``dry_gates``, written by
+#: earlier versions, replaces the dry script with what remained of it).
 SETTABLE = (
     "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
-    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "blocked", "repeats", "checkpoint",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "dry_used", "blocked", "repeats", "checkpoint",
+    "tree", "forked_from", "forked_to",
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
 _MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpoint}
 
-
-_HISTORY_MARK = "\u0000history\u0000"
+#: A driver refreshes state.json between pauses when it is this many records
+#: behind the log or this many seconds old, whichever comes first, provided the
+#: log has grown by at least state.json's size since the last refresh (so that
+#: rewriting state.json never costs more bytes than the log itself: constant
+#: per transition, however long the history).
+REFRESH_RECORDS = 200
+REFRESH_SECONDS = 2.0
 
 
 class RunCorrupt(OdinError):
@@ -143,9 +156,13 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
             state.iterations.update(value)
         elif key == "artifacts":
             state.artifacts.update(value)
-        elif key == "dry_gates":
+        elif key == "dry_gates":  # an earlier version's record: the remaining script
             if state.dry is not None:
                 state.dry.gates = list(value)
+                state.dry.used = {}
+        elif key == "dry_used":  # how many scripted failures of a stage are consumed
+            if state.dry is not None:
+                state.dry.used.update(value)
         elif key in _MODELLED:
             setattr(state, key, None if value is None else _MODELLED[key].model_validate(value))
         elif key in SETTABLE:
@@ -154,6 +171,8 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
         state.usage = state.usage.add(record.get("stage") or "-", Usage.model_validate(record["usage"]))
     if "entry" in record:
         state.history.append(HistoryEntry.model_validate(record["entry"]))
+    for entry in record.get("entries") or ():  # a fork's inherited history
+        state.history.append(HistoryEntry.model_validate(entry))
     if "interview" in record:
         state.interview = InterviewSummary.model_validate(record["interview"])
     for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward
@@ -203,38 +222,99 @@ def _not_a_record(path: Path, lineno: int | str, why: str) -> RunCorrupt:
     )
 
 
+def _lines_from_end(path: Path, block: int) -> Iterator[bytes]:
+    """The complete lines of a log, last first, read from its end (a torn last line is skipped).
+
+    Nothing for a missing log or one without a complete line."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        pos = f.seek(0, os.SEEK_END)
+        rest = b""  # read but not yielded yet; once ``complete``, it ends where a line ends
+        complete = False
+        while pos > 0:
+            n = min(block, pos)
+            pos -= n
+            f.seek(pos)
+            rest = f.read(n) + rest
+            if not complete:
+                end = rest.rfind(b"\n")
+                if end == -1:
+                    continue
+                rest, complete = rest[:end], True
+            cut = rest.rfind(b"\n")
+            while cut != -1:
+                yield rest[cut + 1:]
+                rest = rest[:cut]
+                cut = rest.rfind(b"\n")
+        if complete:
+            yield rest  # the log's first line
+
+
+def _parse_from_end(path: Path, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise _not_a_record(path, "a line near its end", str(exc)) from None
+    if not is_record(record):
+        raise _not_a_record(path, "a line near its end", 'not an object with an integer "seq" and a string "type"')
+    return record
+
+
 def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
     """The last complete record of a log, reading from its end only.
 
     None when the log is missing or holds no complete line; :class:`RunCorrupt`
     when its last complete line is not a record.
     """
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return None
-    with f:
-        pos = f.seek(0, os.SEEK_END)
-        buf = b""
+    for line in _lines_from_end(path, block):
+        return _parse_from_end(path, line)
+    return None
+
+
+def records_after(path: Path, seq: int, block: int = 65536) -> list[dict[str, Any]]:
+    """The complete records whose ``seq`` is greater than ``seq``, in order, read from the log's end.
+
+    The cost is that of the records returned, not of the log: this is how a
+    reader brings a state.json that is behind up to date."""
+    out = []
+    for line in _lines_from_end(path, block):
+        record = _parse_from_end(path, line)
+        if record["seq"] <= seq:
+            break
+        out.append(record)
+    out.reverse()
+    return out
+
+
+def cut_torn_tail(path: Path, block: int = 65536) -> bool:
+    """Cut off a torn last line (a crash in the middle of an append), reading only the log's end.
+
+    True when something was cut."""
+    with open(path, "r+b") as f:
+        pos = size = f.seek(0, os.SEEK_END)
+        good = 0
         while pos > 0:
             n = min(block, pos)
             pos -= n
             f.seek(pos)
-            buf = f.read(n) + buf
-            end = buf.rfind(b"\n")
-            if end == -1:
-                continue
-            start = buf.rfind(b"\n", 0, end)
-            if start == -1 and pos > 0:
-                continue
-            try:
-                record = json.loads(buf[start + 1 : end])
-            except ValueError as exc:
-                raise _not_a_record(path, "its last line", str(exc)) from None
-            if not is_record(record):
-                raise _not_a_record(path, "its last line", 'not an object with an integer "seq" and a string "type"')
-            return record
-    return None
+            chunk = f.read(n)
+            i = chunk.rfind(b"\n")
+            if i != -1:
+                good = pos + i + 1
+                break
+        if good == size:
+            return False
+        f.truncate(good)
+        os.fsync(f.fileno())
+        return True
+
+
+def _sync(fd: int) -> None:
+    """Make an append durable: data and the size needed to read it back (fdatasync where there is one)."""
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -301,33 +381,19 @@ def _fsync_dir(path: Path) -> None:
 class Loaded:
     state: RunState
     notice: str | None = None  # set when state.json had to be rebuilt from the log
-
-
-def _driver_alive(run_dir: Path) -> bool:
-    """True when ``driver.json`` names a driver that may still be appending (False: none, or a dead pid here)."""
-    try:
-        info = json.loads((run_dir / DRIVER_NAME).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError):
-        return True  # being written: a driver is there
-    pid = info.get("pid") if isinstance(info, dict) else None
-    if not isinstance(pid, int) or info.get("host") != socket.gethostname():
-        return True  # cannot tell from here: assume it is live
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False  # it crashed (kill -9) and left its sidecar
-    except PermissionError:
-        return True
-    return True
+    saved_seq: int | None = None  # the log_seq state.json holds (None: it holds none that can be used)
 
 
 def load_run(run_dir: Path, driving: bool = False) -> Loaded:
     """Read a run's state without writing anything (safe while another process drives it).
 
-    ``driving``: the caller holds the run's lock, so a state.json behind the log
-    cannot be a live driver's unsaved step: it is reported like any repair.
+    state.json is read once. Behind the log (a driver between refreshes, or one
+    that was killed) is the normal case: the records after its ``log_seq`` are
+    read from the log's end and folded in, and nothing is reported. Missing,
+    corrupt or ahead of the log, the state is rebuilt from the whole log and
+    the :class:`Loaded` carries a notice. ``driving``: the caller holds the
+    run's lock and will replace state.json (one it never could, a directory, is
+    :class:`RunCorrupt`).
     """
     log_path = run_dir / LOG_NAME
     last = last_record(log_path)
@@ -349,18 +415,12 @@ def load_run(run_dir: Path, driving: bool = False) -> Loaded:
     except OSError as exc:  # a directory, unreadable, a symlink loop, ...
         problem = f"state.json could not be read ({exc.strerror or exc})"
     if cached is not None:
-        if cached.log_seq == last["seq"]:
-            return Loaded(cached)
-        if cached.log_seq < last["seq"]:
-            records, _, _ = read_log(log_path)
-            state = fold([r for r in records if r["seq"] > cached.log_seq], cached, log_path)
-            if not driving and _driver_alive(run_dir):
-                return Loaded(state)  # a driver is between an append and its state.json write: normal
-            return Loaded(
-                state,
-                f"state.json of run {state.run_id} was behind its event log "
-                f"(seq {cached.log_seq} < {last['seq']}); brought up to date from the log",
-            )
+        saved = cached.log_seq
+        if saved == last["seq"]:
+            return Loaded(cached, saved_seq=saved)
+        if saved < last["seq"]:
+            state = fold(records_after(log_path, saved), cached, log_path)
+            return Loaded(state, saved_seq=saved)
         problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
     records, _, _ = read_log(log_path)
     state = fold(records, source=log_path)
@@ -412,58 +472,75 @@ class RunLock:
 
 
 class RunHandle:
-    """A run opened for driving: holds the run lock and appends to the log."""
+    """A run opened for driving: holds the run lock and appends to the log.
 
-    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock):
+    Each :meth:`record` is one append and one fsync. state.json is refreshed by
+    :meth:`save` when asked, when :meth:`refresh_due` says so, and on
+    :meth:`close` (the end of every drive: a pause, the end of the run, a stop).
+    """
+
+    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock, saved_seq: int | None = None,
+                 refresh_records: int = REFRESH_RECORDS, refresh_seconds: float = REFRESH_SECONDS):
         self.run_dir = run_dir
         self.state = state
         self._lock = lock
         self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
-        self._saved_seq = state.log_seq if state is not None else 0
-        self._history_json: list[str] = []
+        self.refresh_records = refresh_records
+        self.refresh_seconds = refresh_seconds
+        # the log_seq state.json holds: behind the state when the run was opened from a log that had grown since
+        self._saved_seq = saved_seq if saved_seq is not None else -1 if state is not None else 0
+        self._saved_at = time.monotonic()
+        self._appended = 0  # log bytes appended since state.json was last written
+        try:
+            self._state_bytes = (run_dir / STATE_NAME).stat().st_size
+        except OSError:
+            self._state_bytes = 0
         self.closed = False
 
     @property
     def run_id(self) -> str:
         return self.state.run_id
 
-    def record(self, type: str, at: str, *, save: bool = True, **fields: Any) -> dict[str, Any]:
-        """Append one event (flush + fsync), fold it into the state, and save state.json.
+    def record(self, type: str, at: str, *, save: bool | None = None, sync: bool = True,
+               **fields: Any) -> dict[str, Any]:
+        """Append one event (one write, one fsync) and fold it into the state.
 
-        A handle opened on a new run (state None) first records its ``created`` event.
-        No configured secret's value reaches the log or the state (:mod:`odin_magic.secrets`)."""
+        ``save``: True refreshes state.json now, False never here, None (the
+        default) when :meth:`refresh_due`. ``sync=False`` skips the fsync for a
+        record that the next synced one makes durable with it (the same file,
+        appended in order): a process crash loses nothing written; a power cut
+        may lose it along with the transition it begins. A handle opened on a
+        new run (state None) first records its ``created`` event. No configured
+        secret's value reaches the log or the state (:mod:`odin_magic.secrets`)."""
         fields = redact(fields)
         seq = self.state.log_seq + 1 if self.state is not None else 1
         record = {"seq": seq, "at": at, "type": type, **fields}
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._log.write(line.encode("utf-8"))
-        os.fsync(self._log.fileno())
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        self._log.write(line)
+        if sync:
+            _sync(self._log.fileno())
+        self._appended += len(line)
         self.state = apply(self.state, record)
-        if save:
+        if save or (save is None and self.refresh_due()):
             self.save()
         return record
 
+    def refresh_due(self) -> bool:
+        """state.json is due a refresh: ``refresh_records`` behind or ``refresh_seconds`` old,
+        and the log has grown by state.json's size since it was written (amortised: constant bytes per record)."""
+        behind = self.state.log_seq - self._saved_seq
+        if behind <= 0 or self._appended < self._state_bytes:
+            return False
+        return behind >= self.refresh_records or time.monotonic() - self._saved_at >= self.refresh_seconds
+
     def save(self) -> None:
-        write_atomic(self.run_dir / STATE_NAME, self._state_text())
+        """Bring state.json up to date with the log (atomically)."""
+        text = self.state.model_dump_json(indent=1, exclude_none=True)
+        write_atomic(self.run_dir / STATE_NAME, text)
         self._saved_seq = self.state.log_seq
-
-    def _state_text(self) -> str:
-        """state.json's text, equal to ``json.dumps(state.to_json())`` in content.
-
-        History entries never change once written, so each is serialised once and
-        kept: rewriting state.json costs little more than writing its bytes.
-        """
-        history = self.state.history
-        cache = self._history_json
-        for entry in history[len(cache):]:
-            cache.append(json.dumps(entry.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
-                                    separators=(",", ":")))
-        head = self.state.model_dump(mode="json", exclude_none=True, exclude={"history"})
-        ordered = {k: (_HISTORY_MARK if k == "history" else head[k])
-                   for k in type(self.state).model_fields if k == "history" or k in head}
-        text = json.dumps(ordered, ensure_ascii=False, indent=1)
-        body = "[\n  " + ",\n  ".join(cache) + "\n ]" if cache else "[]"
-        return text.replace(json.dumps(_HISTORY_MARK), body, 1)
+        self._saved_at = time.monotonic()
+        self._appended = 0
+        self._state_bytes = len(text)
 
     def close(self) -> None:
         if self.closed:
@@ -590,30 +667,35 @@ class RunStore:
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
         handle = RunHandle(d, None, lock)
-        handle.record("created", at, **created)  # the first record is folded from nothing
+        handle.record("created", at, save=True, **created)  # the first record is folded from nothing
         _fsync_dir(self.runs_dir)
         return handle
 
-    def open(self, run_id: str, command: str, at: str) -> tuple[RunHandle, str | None]:
-        """Open a run for driving: take its lock, cut a torn tail, repair state.json."""
+    def open(self, run_id: str, command: str, at: str, known: Loaded | None = None) -> tuple[RunHandle, str | None]:
+        """Open a run for driving: take its lock, cut a torn tail, bring the state up to date.
+
+        Only the log's end is read. ``known``: the run as the caller just loaded
+        it; used as is when it needed no repair and the log has not grown since,
+        so state.json is read once.
+        """
         d = self._existing_run_dir(run_id)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
         try:
-            for stale in [*d.glob(".*.tmp"), *d.glob("gates/.*.tmp")]:  # atomic writes cut short by a crash
+            for stale in d.glob(".*.tmp"):  # atomic writes cut short by a crash
                 stale.unlink(missing_ok=True)
             notices = reap_orphans(d)  # commands a dead driver left running: killed before anything re-runs
             log_path = d / LOG_NAME
-            records, good, torn = read_log(log_path)
-            if torn:
-                with open(log_path, "r+b") as f:
-                    f.truncate(good)
-                    os.fsync(f.fileno())
+            if cut_torn_tail(log_path):
                 notices.append("the event log ended in a torn record (a crash mid-write); it was cut off")
-            loaded = load_run(d, driving=True)
+            last = last_record(log_path)
+            if known is not None and known.notice is None and last is not None and known.state.log_seq == last["seq"]:
+                loaded = known
+            else:
+                loaded = load_run(d, driving=True)
             if loaded.notice:
                 notices.append(loaded.notice)
-            handle = RunHandle(d, loaded.state, lock)
+            handle = RunHandle(d, loaded.state, lock, saved_seq=loaded.saved_seq)
         except BaseException:
             lock.release()
             raise

@@ -32,6 +32,7 @@ class RunActions(Protocol):
     def revise(self, feedback: str) -> None: ...
     def stop(self) -> None: ...
     def answer(self, text: str) -> None: ...
+    def revert(self, stage: str) -> None: ...
 
 
 def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -69,7 +70,8 @@ class ApprovalPanel:
     """At an ai+human pause: the stage, its artifacts, why the gate passed, and the three buttons."""
 
     def __init__(self, stage: str, previews: Sequence[tuple[str, str]], verdict: VerdictRecord | None,
-                 actions: RunActions):
+                 actions: RunActions, diff=None):
+        """``diff``: the paused stage execution's :class:`~odin_magic.diffs.StageDiff` (None: not known)."""
         import ipywidgets as w
 
         self.stage = stage
@@ -84,11 +86,14 @@ class ApprovalPanel:
         self.feedback = w.Textarea(placeholder="What should change? (for Request changes)",
                                    layout=w.Layout(width="100%", height="70px"))
         self.message = w.HTML()
-        self.buttons = (self.approve_button, self.revise_button, self.stop_button)
+        self.revert_button = w.Button(description="Revert this stage", icon="undo", layout=w.Layout(width="auto"),
+                                      tooltip="Restore the files to before this stage ran; the run continues from it")
+        self.buttons = (self.approve_button, self.revise_button, self.revert_button, self.stop_button)
         self._clicked = threading.Lock()
         self.approve_button.on_click(lambda _b: self._once(self._approve))
         self.revise_button.on_click(lambda _b: self._once(self._revise))
         self.stop_button.on_click(lambda _b: self._once(self._stop))
+        self.revert_button.on_click(lambda _b: self._once(self._revert))
 
         why = ""
         if verdict is not None:
@@ -103,6 +108,11 @@ class ApprovalPanel:
             for i, (name, _t) in enumerate(previews):
                 acc.set_title(i, name)
             items.append(acc)
+        if diff is not None:
+            self.diff_html = w.HTML(f"<b>What the stage changed</b> — {len(diff.files)} file(s)"
+                                    + "".join(_diff_file_html(f) for f in diff.files))
+            self.diff_html.add_class("odin-stage-diff")
+            items.append(self.diff_html)
         items += [self.feedback, w.HBox(list(self.buttons)), self.message]
         self.widget = w.VBox(items, layout=w.Layout(border="1px solid #e0a040", padding="6px", margin="6px 0"))
         self.widget.add_class("odin-approval")
@@ -133,9 +143,21 @@ class ApprovalPanel:
         self.message.value = "Changes requested: the stage runs again with your feedback."
         self.actions.revise(text)
 
+    def _revert(self) -> None:
+        self.message.value = f"Reverting {html.escape(self.stage)}: the files go back to before it ran."
+        self.actions.revert(self.stage)
+        self.message.value = (f"Reverted: the files are as before {html.escape(self.stage)} ran; "
+                              "%odin run runs it again.")
+
     def _stop(self) -> None:
         self.message.value = "Stopped here; the run stays paused. %odin approve or %odin run continues it later."
         self.actions.stop()
+
+
+def _diff_file_html(f) -> str:
+    from .diffs import file_html
+
+    return file_html(f)
 
 
 class AnswerPanel:
@@ -178,9 +200,11 @@ class RunView:
                  state_source: Callable[[], RunState] | None = None,
                  question_source: Callable[[RunState], str | None] | None = None,
                  question_panel_source: Callable[[RunState], object | None] | None = None,
-                 run_dir_for: Callable[[str], Path] | None = None):
+                 run_dir_for: Callable[[str], Path] | None = None,
+                 diff_source: Callable[[RunState], object | None] | None = None):
         import ipywidgets as w
 
+        self.diff_source = diff_source  # the paused stage's StageDiff, for the approval panel
         self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
         self.run_dir_for = run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
         self.question_panel_source = question_panel_source  # the interview's own panel, when installed
@@ -340,8 +364,9 @@ class RunView:
             except KeyError:
                 produces = ()
         verdict = next((v for v in reversed(self.verdicts) if v.stage == state.current_stage and v.passed), None)
+        diff = self.diff_source(state) if self.diff_source is not None else None
         self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
-                                      verdict, self.actions)
+                                      verdict, self.actions, diff=diff)
         self.approval.pause = pause_key(state)
         self.approval_box.children = (self.approval.widget,)
         self.status_line.value = ""
@@ -382,6 +407,7 @@ class RunView:
                     if event.text not in data["reasons"]:
                         data["reasons"] = [event.text] + list(data["reasons"])
                 data["commands"] = list(self._pending_commands)
+                data["changes"] = list(event.data.get("changes") or [])
                 self.verdicts.append(VerdictRecord.from_event_data(stage, passed, data))
                 self._pending_verdict, self._pending_commands = None, []
                 self._render_verdicts()
@@ -401,6 +427,8 @@ class RunView:
                 self.status_line.value = f"<b>run failed</b>: {html.escape(event.text)}"
             elif kind == "stopped":
                 self.status_line.value = "stopped after the current step; %odin run resumes it"
+            elif kind in ("reverted", "forked"):
+                self.status_line.value = html.escape(event.text)
             elif kind == "blocked":
                 if stage:
                     self._marks[stage] = BLOCKED_MARK

@@ -226,3 +226,25 @@ def test_percent_odin_new_in_a_terminal_ipython_asks_the_prompts(tmp_path, monke
             ip.run_line_magic("odin", "new cut-short")
     finally:
         magics.project = ""
+
+
+def test_the_form_starts_from_a_models_proposal_and_writes_it(project):
+    from odin_magic.authoring_widget import NewLoopForm
+
+    proposal = au.parse_answers(PROPOSAL)
+    form = NewLoopForm(project, "lib", proposal)
+    assert form.kind.value == "python library" and form.max_iterations.value == 6
+    assert form.stages_text.value.splitlines() == ["plan: Plan the change.", "build: Implement it.",
+                                                   "qa: Independent QA of the change."]
+    form.go(2)
+    assert form.gate_rows["plan"]["mode"].value == "ai+human" and form.gate_rows["build"]["run"].value == "true"
+    form.go(3)
+    assert form.loopback_rows["qa"].value == "build"
+    form.go(5)
+    assert {k: d.value for k, d in form.role_rows.items()} == {"plan": "planner", "build": "executor", "qa": "reviewer"}
+    form.gate_rows["qa"]["check"].value = "qa.md lists no blocking finding, with evidence"  # the user edits one
+    assert "with evidence" in form.preview.value  # the preview follows
+    assert form.write() is not None
+    loop = LoopCatalog(project).load("lib")
+    assert loop.stage("qa").gate.check == "qa.md lists no blocking finding, with evidence"
+    assert loop.stage("plan").agent == "planner" and loop.stage("qa").gate.on_fail == "build"

@@ -143,6 +143,8 @@ def drive_the_browser(base: str, work: Path) -> None:
             # the panel of the next pause (plan) appears: the run continued in the background
             expect(page.locator(".odin-approval")).to_contain_text("plan", timeout=90_000)
             expect(page.get_by_text("the run is busy")).to_have_count(0)  # the click was never refused
+            # the paused stage's diff section (plan writes only run-dir artifacts: no project file changed)
+            expect(page.locator(".odin-approval .odin-stage-diff")).to_contain_text("What the stage changed")
             # the marks are characters of common fonts (this chromium has no emoji font): ‖ for the pause
             shown = page.locator(".odin-approval").inner_text() + page.locator(".odin-run-view").last.inner_text()
             assert "‖" in shown and "✓" in shown
@@ -200,3 +202,58 @@ def test_the_odin_new_form_in_jupyterlab_writes_a_valid_loop(lab):
     loop = LoopCatalog(work).load("browsed")
     assert [s.id for s in loop.stages] == ["draft", "review"] and loop.stage("review").agent == "reviewer"
     assert loop.stage("draft").gate.check == "the notes cover every point"
+
+
+DIFF_LOOP = """name: docs
+max_iterations: 3
+stages:
+  - id: write
+    produces: [docs/notes.md]
+    gate: {mode: ai+human, check: the notes exist}
+"""
+
+
+def test_the_approval_panel_shows_the_stage_diff_and_reverts_it_in_jupyterlab(lab):
+    """The paused stage's diff in the approval panel (one collapsible, coloured diff per file), then its
+    "Revert this stage" button, clicked in a real browser."""
+    from playwright.sync_api import expect, sync_playwright
+
+    base, work, server_log = lab
+    (work / "docs").mkdir()
+    (work / "docs" / "old.md").write_text("kept\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext odin_magic"),
+                nbformat.v4.new_code_cell("%%odin loop docs\n" + DIFF_LOOP),
+                nbformat.v4.new_code_cell('%odin run docs --task "notes" --dry')]
+    nbformat.write(nb, work / "diff.ipynb")
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(f"{base}/lab/tree/diff.ipynb?reset")
+                expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+                page.get_by_role("menuitem", name="Run", exact=True).click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                panel = page.locator(".odin-approval")
+                expect(panel).to_contain_text("write", timeout=90_000)
+                diff = panel.locator(".odin-stage-diff")
+                expect(diff).to_contain_text("1 file(s)")
+                entry = diff.locator("details.odin-diff-file", has_text="docs/notes.md")
+                expect(entry).to_contain_text("added")
+                added_line = entry.get_by_text("+Placeholder written by an odin dry run", exact=False)
+                expect(added_line).to_be_hidden()  # collapsed until opened
+                entry.locator("summary").click()
+                expect(added_line).to_be_visible()
+                panel.get_by_role("button", name="Revert this stage").click()
+                # the panel goes (the run continues from the stage) and the view says what happened
+                expect(page.get_by_text("reverted to before execution 1 (write)")).to_be_visible(timeout=30_000)
+                expect(page.locator(".odin-approval")).to_have_count(0)
+            finally:
+                browser.close()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- jupyter lab log ---\n{''.join(server_log[-60:])}") from None
+    assert not (work / "docs" / "notes.md").exists() and (work / "docs" / "old.md").read_text() == "kept\n"
+    state = read_state(work)
+    assert (state["status"], state["current_stage"]) == ("running", "write")

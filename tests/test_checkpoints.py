@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -149,15 +151,42 @@ def test_a_damaged_store_is_one_clear_error_and_nothing_changes(project, write_l
     assert (project / "old.txt").read_text() == "old\n" and not (project / "src" / "app.py").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
-def test_an_unreadable_file_is_one_clear_error(project):
-    (project / "secret.txt").write_text("s")
-    os.chmod(project / "secret.txt", 0)
+UNREADABLE = """
+import sys
+from odin_magic.checkpoints import CheckpointError, Checkpoints
+try:
+    Checkpoints(sys.argv[1]).snapshot()
+except CheckpointError as exc:
+    print(exc.message)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"), reason="root reads every file; no setpriv")
+def test_an_unreadable_file_is_one_clear_error_and_nothing_changes():
+    """As another user when the tests run as root (root reads every file)."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="odin-unreadable-", dir="/tmp"))
     try:
-        with pytest.raises(CheckpointError, match="cannot read the project's files"):
-            Checkpoints(project).snapshot()
+        project = root / "p"
+        project.mkdir()
+        (project / "ok.txt").write_text("ok\n")
+        (project / "secret.txt").write_text("s\n")
+        os.chmod(project / "secret.txt", 0o600 if os.geteuid() == 0 else 0)
+        for d in (root, project):
+            os.chmod(d, 0o777)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        proc = subprocess.run([*prefix, sys.executable, "-c", UNREADABLE, str(project)], capture_output=True,
+                              text=True, env=env, cwd=root)
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stdout.strip().splitlines() == [
+            "cannot read the project's files to checkpoint them: error: open(\"secret.txt\"): Permission denied"]
+        assert sorted(p.name for p in project.iterdir()) == [".odin-loop", "ok.txt", "secret.txt"]
+        assert (project / "ok.txt").read_text() == "ok\n"
     finally:
-        os.chmod(project / "secret.txt", 0o600)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_restore_brings_back_text_binary_deleted_and_modes(project):
@@ -181,3 +210,20 @@ def test_restore_brings_back_text_binary_deleted_and_modes(project):
     assert os.access(project / "run.sh", os.X_OK) and (project / "gone" / "deep" / "f.txt").read_text() == "f\n"
     assert not (project / "new").exists()
     assert store.snapshot() == before
+
+
+def test_files_already_large_when_checkpoints_begin_are_left_out(project, monkeypatch):
+    from odin_magic import checkpoints
+
+    monkeypatch.setattr(checkpoints, "LARGE_FILE", 1000)
+    (project / "data [raw].bin").write_bytes(b"x" * 5000)
+    (project / "small.txt").write_text("s\n")
+    store = Checkpoints(project)
+    first = store.snapshot()
+    (project / "data [raw].bin").write_bytes(b"y" * 6000)
+    (project / "small.txt").write_text("t\n")
+    second = store.snapshot()
+    assert [c.path for c in store.changes(first, second)] == ["small.txt"]
+    store.restore(first)
+    assert (project / "small.txt").read_text() == "s\n" and (project / "data [raw].bin").read_bytes() == b"y" * 6000
+    assert "data" in store.large_files.read_text()

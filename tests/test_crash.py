@@ -102,3 +102,45 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, write_loop):
             break
     print(f"{kills} kills over {RUNS} runs")
     assert kills > 0  # a kill needs only that a driver printed an event line before it finished
+
+
+@pytest.mark.slow
+def test_a_kill_between_a_transition_and_the_next_refresh_shows_the_true_state_at_once(project, write_loop):
+    """state.json is refreshed at pauses, ends and stops, not after every transition: a driver killed
+    in between leaves it behind the log, and `odin status` / `odin runs` still show the log's state, quietly."""
+    from odin_magic.store import fold, read_log
+
+    write_loop()
+    driver = subprocess.Popen(
+        odin(project, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "3"),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in driver.stdout:  # wait on the event: implement's gate passed, test's 3 s stage begins
+            if "implement gate passed" in line:
+                break
+        else:
+            pytest.fail("the run ended before implement's gate passed")
+        driver.send_signal(signal.SIGKILL)
+    finally:
+        driver.kill()
+        driver.wait()
+        driver.stdout.close()
+
+    store = RunStore(project)
+    [run_id] = store.run_ids()
+    run_dir = store.run_dir(run_id)
+    records, _, _ = read_log(run_dir / "events.jsonl")
+    truth = fold(records).to_json()
+    on_disk = (run_dir / "state.json").read_bytes()
+    assert json.loads(on_disk)["log_seq"] < records[-1]["seq"], "the kill left state.json behind the log"
+    assert [e["stage"] for e in truth["history"]] == ["spec", "spec", "implement"]
+
+    status = subprocess.run(odin(project, "status", "--json"), capture_output=True, text=True, check=True)
+    assert json.loads(status.stdout) == truth and "note:" not in status.stderr
+    runs = subprocess.run(odin(project, "runs", "--json"), capture_output=True, text=True, check=True)
+    assert json.loads(runs.stdout) == [truth] and "note:" not in runs.stderr
+    assert (run_dir / "state.json").read_bytes() == on_disk  # readers write nothing
+
+    subprocess.run(odin(project, "run"), check=True, stdout=subprocess.DEVNULL)  # and it resumes
+    final = store.load(run_id).state
+    assert final.status == "done" and [e.stage for e in final.history] == ["spec", "spec", "implement", "test"]

@@ -74,7 +74,7 @@ def test_fail_without_on_fail_retries_the_same_stage(project, write_loop):
     assert state.iterations == {"b": 1} and state.total_iterations == 1
     fail = state.history[1]
     assert fail.reason == "dry run: scripted failure (b:fail)"
-    assert state.dry.gates == []
+    assert state.dry.remaining == [] and state.dry.gates == ["b:fail"]
 
 
 def test_fail_with_on_fail_loops_back(project, write_loop):

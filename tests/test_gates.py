@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -159,9 +160,11 @@ def test_a_command_that_cannot_start(dirs, tmp_path):
 def test_evidence_file(dirs):
     _, run_dir = dirs
     outcome = evaluate(make_stage(run=["exit 1"]), dirs, RecordingJudge())
-    rel = gates.save_evidence(run_dir, 7, "build", outcome, "2026-06-14T14:35:01")
-    assert rel == "gates/0007-build.json"
-    data = json.loads((run_dir / rel).read_text())
+    saved = gates.save_evidence(run_dir, 7, "build", outcome, "2026-06-14T14:35:01")
+    assert saved.path == "gates/0007-build.json"
+    raw = (run_dir / saved.path).read_bytes()
+    assert saved.sha256 == hashlib.sha256(raw).hexdigest()  # the gate's record carries it
+    data = json.loads(raw)
     assert data["passed"] is False and data["judged"] is False and data["evaluation"] == 7
     assert data["commands"][0]["cmd"] == "exit 1" and data["commands"][0]["exit_code"] == 1
 

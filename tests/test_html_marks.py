@@ -75,3 +75,22 @@ def test_the_terminal_keeps_its_symbols(tmp_path):
     text = render_status(state, engine.loop_for(state.run_id))
     assert "✅ write" in text and "⏸ review" in text and "⬜ finish" in text
     assert "✅ write" in repr(StatusDisplay(state, engine.loop_for(state.run_id)))
+
+
+def test_the_terminal_falls_back_to_ascii_where_its_encoding_cannot_hold_the_symbols(tmp_path):
+    import subprocess
+    import sys
+
+    write_tiny_loop(tmp_path)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    env.pop("ANTHROPIC_API_KEY", None)
+    shown = []
+    for args in (["run", "tiny", "--task", "t", "--dry", "--gates", "review:fail"], ["status"], ["runs"]):
+        done = subprocess.run([sys.executable, "-m", "odin_magic", *args, "--project", str(tmp_path)],
+                              capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+        shown.append(done.stdout.decode("ascii"))  # pure ASCII
+    run, status, _ = shown
+    assert "[loop] review gate failed: dry run: scripted failure (review:fail) -> write" in run
+    assert "[ok] review gate passed; awaiting approval" in run
+    assert "[ok] write" in status and "[wait] review" in status and "[ ] finish" in status

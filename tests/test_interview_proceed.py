@@ -13,6 +13,7 @@ from odin_magic.engine import Engine
 from odin_magic.interview import ScriptedInterviewModel
 from odin_magic.interview.runner import DeepInterviewRunner, interview_state
 from odin_magic.interview.topology import TopologyEditError, apply_topology_edits, parse_topology_answer
+from odin_magic.report import render_status
 from odin_magic.state import DryOptions
 from odin_magic.workers.dry import DryWorker
 
@@ -71,6 +72,9 @@ def test_proceed_passes_the_gate_as_accepted_with_no_loopback(engine):
     assert "[Ingestion] residual ambiguity 0.50 above the target 0.15 (weakest: goal 0.50) — accepted by the user" \
         in open_questions
     assert "accepted by the user at ambiguity 0.50" in (run_dir / "interview-log.md").read_text()
+    assert state.interview.accepted is True
+    status = render_status(state, engine.loop_for(state.run_id))
+    assert "ambiguity 0.50 vs threshold 0.15 (above threshold, accepted by the user)" in status
 
     questions = len([e for e in engine.events if e.kind == "question"])
     state = engine.approve()  # the next stage runs; the interview is not asked again
@@ -86,6 +90,7 @@ def test_revise_after_proceed_reopens_the_interview(engine):
     assert state.status == "awaiting_answer"  # the interview continues with the feedback
     iv = interview_state(engine.run_dir(state.run_id))
     assert iv.accepted_ambiguity is None and iv.stopped_by is None
+    assert state.interview.accepted is None  # no longer accepted: the interview asks again
 
 
 @pytest.mark.parametrize("answer", ["defer Ingestion, Export", "defer Ingestion; defer Export"])

@@ -153,3 +153,29 @@ judge:
     assert state.history[-1].failure == "blocked"
     state = engine.run()  # the human resolved it: the stage runs again
     assert state.status == "awaiting_approval" and state.current_stage == "review"
+
+
+DRY_LOOP = """
+name: drystat
+max_iterations: 3
+stages:
+  - id: a
+    produces: [docs/a.md]
+    gate: {mode: ai, check: a exists}
+  - id: b
+    produces: [docs/b.md]
+    gate: {mode: ai, check: b exists}
+"""
+
+
+def test_the_dry_worker_scripts_statuses(project, write_loop):
+    from odin_magic.engine import Engine
+    from odin_magic.state import DryOptions
+
+    write_loop(DRY_LOOP)
+    engine = Engine(project)
+    state = engine.start("drystat", "t", dry=DryOptions(gates=["a:concerns", "b:blocked"]))
+    assert [(c.stage, c.text) for c in state.concerns] == [("a", "dry run: scripted concern (a:concerns)")]
+    assert state.status == "blocked" and state.blocked.kind == "judge" and state.total_iterations == 0
+    assert not (project / "docs" / "b.md").exists() and (project / "docs" / "a.md").exists()  # b reverted
+    assert engine.run().status == "done"

@@ -445,3 +445,18 @@ def test_step_reopens_a_failed_run_and_is_refused_at_a_pause(ip, project):
     assert state["status"] == "awaiting_approval" and state["current_stage"] == "review"
     with pytest.raises(UsageError, match="waits for your approval of stage review"):
         odin(ip, "step finish")
+
+
+def test_odin_diff_renders_html_and_odin_revert_goes_back(ip, project):
+    cell(ip, "loop docs", "name: docs\nmax_iterations: 3\nstages:\n  - id: write\n    produces: [docs/notes.md]\n"
+                          "    gate: {mode: ai+human, check: the notes exist}\n")
+    odin(ip, 'run docs --task "notes" --dry --wait')
+    shown = odin(ip, "diff")
+    html = shown._repr_html_()
+    assert "<details class='odin-diff-file'>" in html and "docs/notes.md" in html and "stage write" in html
+    assert "+Placeholder written" in shown.text()
+    with pytest.raises(UsageError, match="no stage execution 5"):
+        odin(ip, "diff 5")
+    message = odin(ip, "revert write")
+    assert "continues from write" in message.text() and not (project / "docs" / "notes.md").exists()
+    assert state_json(project)["status"] == "running"

@@ -100,6 +100,29 @@ def test_request_changes_clicked_as_the_panel_appears_is_not_refused(tmp_path):
     assert [e.stage for e in state.history].count("review") == 2  # re-run with the feedback, gated again
 
 
+def test_stop_clicked_as_the_panel_appears_leaves_the_run_paused(tmp_path):
+    write_tiny_loop(tmp_path)
+    runner, release = held_runner(tmp_path, lambda p, listener=None: Engine(p, listener=listener))
+    view = view_for(runner, "tiny")
+    paused = seen(runner, "paused")
+    runner.start("tiny", "write notes", dry=DryOptions())
+    assert paused.wait(60)
+    panel = view.approval
+    clicked = threading.Event()
+    panel.stop_button.observe(lambda change: change["new"] and clicked.set(), names="disabled")
+    worker = threading.Thread(target=panel.stop_button.click)
+    worker.start()
+    assert clicked.wait(60)
+    release.set()
+    worker.join(60)
+    assert runner.wait(60).ok
+    assert panel.message.value.startswith("Stopped here") and "busy" not in panel.message.value
+    assert view.approval is panel  # the drive's end kept the clicked panel
+    assert runner.status().status == "awaiting_approval"
+    runner.approve()  # the stop request did not outlive its drive: a later approval drives on
+    assert runner.wait(60).result.status == "done"
+
+
 def test_an_answer_clicked_as_the_question_panel_appears_is_not_refused(tmp_path):
     loops = tmp_path / ".odin-loop" / "loops"
     loops.mkdir(parents=True)

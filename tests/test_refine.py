@@ -70,7 +70,7 @@ def test_aggregates_over_recorded_runs(project):
     result = refine(project, "doc", now="2026-01-01T00:00:00")
     (stats,) = result.stats
     assert stats.runs == 3 and stats.run_ids == ids
-    assert stats.outcomes == {"done": 2, "failed": 1, "abandoned": 0, "blocked": 0}
+    assert stats.outcomes == {"done": 2, "failed": 1, "abandoned": 0, "blocked": 0, "active": 0}
     assert stats.limits_hit == {"max_iterations": [ids[0]]}
     assert [s.stage for s in stats.stages] == ["draft", "check", "review"]
     check = stats.stage("check")
@@ -337,3 +337,30 @@ def test_a_refinements_dir_linked_out_of_the_project_is_refused(project, tmp_pat
     with pytest.raises(OdinError, match="refused"):
         refine(project, "doc", now="t")
     assert list(outside.iterdir()) == []
+
+
+def test_blocked_and_active_runs_are_counted_as_such(project, write_loop):
+    from nbtools import TINY_LOOP
+
+    write_loop(TINY_LOOP)
+    engine = Engine(project)
+    blocked = engine.start("tiny", "one", dry=DryOptions(gates=["write:fail"] * 3))
+    assert blocked.status == "blocked"
+    stats = refine(project, "tiny", now="t").stats[0]
+    assert stats.outcomes["blocked"] == 1 and stats.limits_hit == {"blocked (repeated)": [blocked.run_id]}
+    engine.abandon()
+    assert engine.start("tiny", "two", dry=DryOptions()).status == "awaiting_approval"
+    stats = refine(project, "tiny", now="t2").stats[0]
+    assert stats.outcomes == {"done": 0, "failed": 0, "abandoned": 1, "blocked": 0, "active": 1}
+
+
+def test_an_applied_proposal_is_not_proposed_again_from_the_same_runs(project):
+    record_runs(project)
+    first = {p.rule: p for p in refine(project, "doc", now="t").proposals}
+    refinements = Refinements(project)
+    refinements.apply(first["max_iterations"].id, "t2")
+    second = {p.rule: p for p in refine(project, "doc", now="t3").proposals}
+    assert "max_iterations" not in second  # the run failed at 3; the cap is 5 now
+    refinements.apply(second["check"].id, "t4")
+    third = {p.rule for p in refine(project, "doc", now="t5").proposals}
+    assert "check" not in third and "max_iterations" not in third and "on_fail" in third

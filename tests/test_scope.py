@@ -206,3 +206,22 @@ stages:
     assert [e.field for e in outside.errors] == ["stages[1].produces[0]"]
     typo = validate_text(text.replace("risk:", "risks:"), "r.yaml")
     assert not typo.ok
+
+
+def test_a_notebook_saved_while_a_stage_runs_is_never_reverted(project, write_loop):
+    """Jupyter autosaves the user's notebook in the project while stages run: not the stage's to lose."""
+    write_loop(REVIEW_LOOP)
+    setup_src(project)
+    (project / "analysis.ipynb").write_text('{"cells": []}\n')
+    engine, _ = scripted_engine(project, """
+stages:
+  review:
+    - tools:
+        - bash: {command: "printf '{\\"cells\\": [1]}\\\\n' > analysis.ipynb"}
+        - write: {file_path: "{run_dir}/review.md", content: "fine\\n"}
+    - text: reviewed
+default_verdict: {status: DONE, passed: true}
+""")
+    state = engine.start("reviewed", "t")
+    assert state.status == "done" and state.history[0].result == "pass"
+    assert (project / "analysis.ipynb").read_text() == '{"cells": [1]}\n'

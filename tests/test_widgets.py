@@ -153,3 +153,46 @@ def test_a_usage_event_shows_the_runs_total_tokens_and_cost(tmp_path):
     view.handle_event(EngineEvent("usage", state.run_id, "write", data={"stage": total.model_dump(),
                                                                          "total": total.model_dump()}))
     assert view.usage.value == "tokens 1,234, cost $0.0123"
+
+
+DIFF_LOOP = """
+name: docs
+max_iterations: 3
+stages:
+  - id: write
+    produces: [docs/notes.md]
+    gate: {mode: ai+human, check: the notes exist}
+"""
+
+
+class Reverting(Recorder):
+    def revert(self, stage: str) -> None:
+        self.calls.append(("revert", stage))
+        self.engine.revert(stage)
+
+
+def test_the_approval_panel_shows_the_stage_diff_and_reverts_it(tmp_path):
+    loops = tmp_path / ".odin-loop" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "docs.yaml").write_text(DIFF_LOOP)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "old.md").write_text("kept\n")
+    engine = Engine(tmp_path)
+    actions = Reverting(engine)
+    view = RunView(engine.catalog.load("docs"), tmp_path, actions, state_source=lambda: engine.status(),
+                   diff_source=lambda st: engine.diff(run_id=st.run_id))
+    engine.listener = view.handle_event
+    view.show_state(engine.start("docs", "notes", dry=DryOptions()))
+    panel = view.approval
+    assert panel is not None and panel.stage == "write"
+    shown = panel.diff_html.value
+    assert "What the stage changed" in shown and "1 file(s)" in shown
+    assert "<details class='odin-diff-file'><summary><code>docs/notes.md</code>" in shown and "+1" in shown
+    assert view.verdicts[-1].changes == ["docs/notes.md (added, +1 -0)"]  # the verdicts list the changed files
+    assert "changed docs/notes.md (added, +1 -0)" in view.verdicts_html.value
+    panel.revert_button.click()
+    assert actions.calls == [("revert", "write")]
+    assert not (tmp_path / "docs" / "notes.md").exists() and (tmp_path / "docs" / "old.md").read_text() == "kept\n"
+    state = engine.status()
+    assert (state.status, state.current_stage) == ("running", "write")
+    assert "reverted to before execution 1 (write)" in view.status_line.value

@@ -18,13 +18,14 @@ from pathlib import Path
 from .. import __version__
 from ..encoding import fit_streams
 from ..errors import OdinError, UsageError
-from ..validation import did_you_mean
 
 #: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs", "interview", "authoring", "verify")
+_COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify")
 
 
 def _did_you_mean(word: str, choices) -> str:
+    from ..validation import did_you_mean  # only when something is misspelt: --help stays cheap
+
     close = did_you_mean(word, choices)
     return f" (did you mean {close!r}?)" if close else ""
 
@@ -72,6 +73,8 @@ a session:
   odin run spec-harness-tdd --task "..."     drives until a gate asks for you
   odin status                                where the run is
   odin answer TEXT | odin approve | odin revise TEXT
+  odin new NAME                              author a loop by seven questions
+  odin refine [LOOP]                         learn from past runs: proposed loop edits
 
 'odin COMMAND --help' shows a command's options; --project DIR (default: the
 current directory) picks the project.

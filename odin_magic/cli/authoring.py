@@ -12,7 +12,9 @@ import sys
 from typing import Any, Callable
 
 from . import add_project, project_dir
-from .. import authoring as au
+from ..lazy import LazyModule
+
+au = LazyModule("odin_magic.authoring")  # loads with the first command that uses it, not with `odin --help`
 from ..errors import UsageError
 
 

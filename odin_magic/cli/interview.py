@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 from ..errors import RunRefused
-from ..events import EngineEvent
-from ..interview.runner import waiting_question
 from . import add_project
 from .runs import engine_for, exit_code, print_event
+
+if TYPE_CHECKING:
+    from ..events import EngineEvent
 
 
 def _print_event(event: EngineEvent) -> None:
@@ -23,6 +26,8 @@ def _print_event(event: EngineEvent) -> None:
 
 
 def _show_question(engine, state) -> bool:
+    from ..interview.runner import waiting_question
+
     question = waiting_question(engine.run_dir(state.run_id), state)
     if question is None:
         return False

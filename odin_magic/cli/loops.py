@@ -7,11 +7,21 @@ import json
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import add_project, project_dir
-from ..catalog import LoopCatalog
 from ..errors import OdinError, UsageError
-from ..loop import Loop, loop_json_schema
-from ..validation import ValidationReport, reports_to_json, unreadable_report, validate_file
+from ..lazy import lazy
+
+if TYPE_CHECKING:  # annotations only; the rest loads on first call: building the parser (``odin --help``) stays cheap
+    from ..loop import Loop
+    from ..validation import ValidationReport
+
+LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
+loop_json_schema = lazy("odin_magic.loop", "loop_json_schema")
+reports_to_json = lazy("odin_magic.validation", "reports_to_json")
+unreadable_report = lazy("odin_magic.validation", "unreadable_report")
+validate_file = lazy("odin_magic.validation", "validate_file")
 
 
 def register(subparsers) -> None:

@@ -1,4 +1,8 @@
-"""``odin run | approve | revise | step | status | runs | abandon | simulate``."""
+"""``odin run | approve | revise | step | status | runs | abandon | simulate``.
+
+The engine and what it needs load when a handler first calls them (:mod:`odin_magic.lazy`):
+building the parser (``odin --help``) stays cheap.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,30 @@ import argparse
 import json
 import sys
 
+from typing import TYPE_CHECKING
+
 from . import add_project, project_dir
-from ..catalog import DEFAULT_LOOP, LoopCatalog
-from ..engine import Engine, damaged_blocks, one_run_at_a_time, simulate
+from ..defaults import DEFAULT_LOOP
 from ..errors import NoActiveRun, RunRefused, UsageError
-from ..events import EngineEvent
-from ..interview.runner import waiting_question
-from ..report import format_event, render_runs, render_simulation, render_status
-from ..state import DryOptions, RunState
-from ..store import RunCorrupt
-from ..workers.dry import parse_gate_script
+from ..lazy import lazy
+
+if TYPE_CHECKING:
+    from ..events import EngineEvent
+    from ..state import RunState
+    from ..store import RunCorrupt
+
+Engine = lazy("odin_magic.engine", "Engine")
+LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
+damaged_blocks = lazy("odin_magic.engine", "damaged_blocks")
+one_run_at_a_time = lazy("odin_magic.engine", "one_run_at_a_time")
+simulate = lazy("odin_magic.engine", "simulate")
+waiting_question = lazy("odin_magic.interview.runner", "waiting_question")
+format_event = lazy("odin_magic.report", "format_event")
+render_runs = lazy("odin_magic.report", "render_runs")
+render_simulation = lazy("odin_magic.report", "render_simulation")
+render_status = lazy("odin_magic.report", "render_status")
+DryOptions = lazy("odin_magic.state", "DryOptions")
+parse_gate_script = lazy("odin_magic.workers.dry", "parse_gate_script")
 
 
 def print_event(event: EngineEvent) -> None:
@@ -124,6 +142,8 @@ def _cmd_abandon(args):
 
 
 def _cmd_status(args):
+    from ..store import RunCorrupt  # caught below: the class itself
+
     engine = engine_for(args)
     state = engine.status(args.run)
     if args.json:
@@ -137,9 +157,11 @@ def _cmd_status(args):
         from ..completion import latest
 
         run_dir = engine.run_dir(state.run_id)
+        question = None
+        if state.status == "awaiting_answer":  # the interview package loads only for its question
+            question = waiting_question(run_dir, state)
         checked = latest(run_dir, state.history)
-        print(render_status(state, loop, question=waiting_question(run_dir, state),
-                            criteria=checked.lines() if checked is not None else None))
+        print(render_status(state, loop, question=question, criteria=checked.lines() if checked is not None else None))
     return 0
 
 
@@ -175,7 +197,7 @@ def register(sub) -> None:
     p.add_argument("loop", nargs="?", metavar="LOOP", help="loop to start (omit to continue the active run)")
     p.add_argument("--task", help="one line: what you are building (needed to start a run)")
     p.add_argument("--dry", action="store_true", help="use the dry worker: no model; placeholder artifacts (project-tree ones land in your project), scripted gates")
-    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail")
+    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail (also STAGE:blocked, STAGE:concerns)")
     p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
     p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
     p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")

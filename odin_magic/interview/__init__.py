@@ -10,18 +10,29 @@
 * :mod:`.scripted` — a YAML-replaying model for demos and tests.
 """
 
-from .convergence import (
-    BROWNFIELD_WEIGHTS,
-    GREENFIELD_WEIGHTS,
-    StopCheck,
-    component_ambiguity,
-    ontology_stability,
-    stop_check,
-)
-from .models import InterviewState, PendingQuestion
-from .protocol import Exchange, InterviewBrief, InterviewModel, Reply
-from .scripted import ScriptedInterviewModel
-from .session import InterviewError, InterviewSession, state_path
+import importlib
+
+#: Each public name and the module that defines it; imported on first use
+#: (PEP 562), so that importing one sub-module, e.g. :mod:`.awaiting` or
+#: :mod:`.limits` from the engine, does not load the whole interview.
+_WHERE = {
+    "BROWNFIELD_WEIGHTS": "convergence", "GREENFIELD_WEIGHTS": "convergence", "StopCheck": "convergence",
+    "component_ambiguity": "convergence", "ontology_stability": "convergence", "stop_check": "convergence",
+    "InterviewState": "models", "PendingQuestion": "models",
+    "Exchange": "protocol", "InterviewBrief": "protocol", "InterviewModel": "protocol", "Reply": "protocol",
+    "ScriptedInterviewModel": "scripted",
+    "InterviewError": "session", "InterviewSession": "session", "state_path": "session",
+}
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BROWNFIELD_WEIGHTS", "GREENFIELD_WEIGHTS", "StopCheck", "component_ambiguity", "ontology_stability",

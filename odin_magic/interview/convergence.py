@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .limits import EARLY_EXIT_FROM_ROUND  # noqa: F401  (re-exported: its home is .limits)
 from .models import ClarityScores, Entity, InterviewState
 
 GREENFIELD_WEIGHTS: dict[str, float] = {"goal": 0.40, "constraints": 0.30, "criteria": 0.30}
@@ -25,8 +26,8 @@ BROWNFIELD_WEIGHTS: dict[str, float] = {"goal": 0.35, "constraints": 0.25, "crit
 AUTO_ANSWER_CAP = 0.85
 #: The ontologist challenge fires only while run ambiguity is above this.
 ONTOLOGIST_MIN_AMBIGUITY = 0.3
-#: Rounds before which the interview never stops early; the round that warns.
-EARLY_EXIT_FROM_ROUND = 3
+#: The round that warns (EARLY_EXIT_FROM_ROUND, the rounds before which the interview never stops
+#: early, is in .limits, which front ends import cheaply).
 WARNING_ROUND = 10
 
 _EPS = 1e-9

@@ -19,28 +19,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import OdinError
-from ..state import InterviewSummary, RunState, Usage
+from ..state import InterviewSummary, RunState
 from ..workers.base import (
     EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent,
 )
+from .awaiting import AwaitingAnswer  # noqa: F401  (raised here; defined apart so the engine imports it cheaply)
 from .convergence import stop_check
 from .models import InterviewState, PendingQuestion
 from .protocol import InterviewModel
 from .session import InterviewSession, load_state, state_path
-
-
-class AwaitingAnswer(Exception):
-    """The interview waits for the user's answer to ``question``; the run pauses (resumable)."""
-
-    def __init__(self, question: PendingQuestion, usage: Usage, summary: InterviewSummary):
-        super().__init__(f"{question.header()}: {question.text}")
-        self.question = question
-        self.usage = usage
-        self.summary = summary
-
-    @property
-    def text(self) -> str:
-        return render_question(self.question)
 
 
 def render_question(q: PendingQuestion) -> str:

@@ -186,6 +186,7 @@ class InterviewSession:
             rounds=self.state.round,
             ambiguity=round(ambiguity, 4),
             topology=[c.name for c in self.state.active],
+            accepted=True if self.state.accepted_ambiguity is not None and self.state.phase == "done" else None,
         )
 
     def stop_check(self) -> cv.StopCheck:

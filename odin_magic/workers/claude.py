@@ -493,7 +493,8 @@ class ClaudeWorker:
             self._count_partial(stream, turns, started)
             raise _Interrupted(f"the connection to the API dropped in the middle of a reply ({exc or type(exc).__name__})") from None
         except anthropic.APIStatusError as exc:
-            kind = (exc.body or {}).get("error", {}).get("type") if isinstance(exc.body, dict) else None
+            error = exc.body.get("error") if isinstance(exc.body, dict) else None
+            kind = error.get("type") if isinstance(error, dict) else None
             if exc.status_code >= 400 or kind not in _TRANSIENT_ERRORS:
                 raise
             self._count_partial(stream, turns, started)

@@ -1,10 +1,12 @@
 """The deterministic dry worker: placeholder produces and scripted gate outcomes.
 
 ``--gates test:fail,test:fail,review:fail``: each item makes the NEXT judged
-evaluation of that stage fail, in order; every other evaluation passes. The
-worker consumes the script as it judges; the engine saves what remains
-(``state.dry.gates``) in the same event as the gate outcome, so a resumed run
-continues the script exactly where it was.
+evaluation of that stage fail, in order; every other evaluation passes. An item
+may also script a judge status (docs/judge-statuses.md): ``STAGE:blocked`` (a
+BLOCKED verdict) or ``STAGE:concerns`` (DONE_WITH_CONCERNS: a pass with a concern). The
+worker consumes the script as it judges; the engine saves the stage's position
+in it (``state.dry.used[stage]``, one number) in the same event as the gate
+outcome, so a resumed run continues the script exactly where it was.
 """
 
 from __future__ import annotations
@@ -57,8 +59,12 @@ def placeholder_text(stage_id: str, entry: str, filename: str) -> str:
     return note + "\n"
 
 
+#: What a gate-script item may say about its stage's next judged evaluation.
+OUTCOMES = ("fail", "blocked", "concerns")
+
+
 def parse_gate_script(spec: str | None, loop: Loop | None = None) -> list[str]:
-    """``"test:fail,review:fail"`` -> ``["test:fail", "review:fail"]``, checked against the loop."""
+    """``"test:fail,review:blocked"`` -> ``["test:fail", "review:blocked"]``, checked against the loop."""
     if not spec or not spec.strip():
         return []
     items = []
@@ -68,9 +74,9 @@ def parse_gate_script(spec: str | None, loop: Loop | None = None) -> list[str]:
         if not item:
             continue
         stage, sep, outcome = item.partition(":")
-        if not sep or outcome != "fail" or not stage:
+        if not sep or outcome not in OUTCOMES or not stage:
             raise UsageError(
-                f"--gates item {item!r} must look like STAGE:fail",
+                f"--gates item {item!r} must look like STAGE:fail (or STAGE:blocked, STAGE:concerns)",
                 hint="e.g. --gates test:fail,test:fail,review:fail",
             )
         if ids is not None and stage not in ids:
@@ -78,7 +84,7 @@ def parse_gate_script(spec: str | None, loop: Loop | None = None) -> list[str]:
                 f"--gates item {item!r} names no stage of loop {loop.name!r}",
                 hint=f"the stages are: {', '.join(ids)}",
             )
-        items.append(f"{stage}:fail")
+        items.append(f"{stage}:{outcome}")
     return items
 
 
@@ -87,12 +93,18 @@ class DryWorker:
 
     def __init__(self, options: DryOptions | None = None, stop: threading.Event | None = None):
         self.options = options or DryOptions()
-        self._script = list(self.options.gates)
+        self._outcomes: dict[str, list[str]] = {}  # per stage: its items' outcomes, in order
+        for item in self.options.gates:
+            stage, _, outcome = item.partition(":")
+            self._outcomes.setdefault(stage, []).append(outcome or "fail")
+        self._used = dict(self.options.used)
         self._stop = stop or threading.Event()
 
-    @property
-    def remaining_gates(self) -> list[str]:
-        return list(self._script)
+    def used(self, stage_id: str) -> int | None:
+        """How many of ``stage_id``'s scripted failures are consumed; None when the script has none for it."""
+        if stage_id not in self._outcomes:
+            return None
+        return self._used.get(stage_id, 0)
 
     def perform(self, job: StageJob, events: EventSink) -> StageResult:
         if self.options.stage_delay > 0:
@@ -119,9 +131,19 @@ class DryWorker:
         return StageResult(summary=text)
 
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
-        item = f"{job.stage.id}:fail"
-        if item in self._script:
-            self._script.remove(item)  # the first occurrence: items apply in order
+        outcomes = self._outcomes.get(job.stage.id, [])
+        used = self._used.get(job.stage.id, 0)
+        if used < len(outcomes):
+            self._used[job.stage.id] = used + 1  # the stage's items apply in order
+            outcome = outcomes[used]
+            item = f"{job.stage.id}:{outcome}"
+            if outcome == "concerns":
+                concern = f"dry run: scripted concern ({item})"
+                return JudgeResult(Verdict(status="DONE_WITH_CONCERNS", passed=True, reasons=[concern],
+                                           non_blocking=[concern]))
+            if outcome == "blocked":
+                blocker = f"dry run: scripted blocker ({item})"
+                return JudgeResult(Verdict(status="BLOCKED", passed=False, reasons=[blocker], blocking=[blocker]))
             reason = f"dry run: scripted failure ({item})"
             return JudgeResult(Verdict(status="DONE", passed=False, reasons=[reason], blocking=[reason]))
         return JudgeResult(Verdict(status="DONE", passed=True, reasons=["dry run: no scripted failure for this evaluation"]))

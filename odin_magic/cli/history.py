@@ -1,0 +1,52 @@
+"""``odin diff | revert | fork``: what a stage changed, and going back to a checkpoint (docs/revert-fork.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_project
+from .runs import engine_for, exit_code
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    print(engine_for(args).diff(args.which, run_id=args.run).text())
+    return 0
+
+
+def _cmd_revert(args: argparse.Namespace) -> int:
+    state = engine_for(args).revert(args.stage, to=args.to, force=args.force)
+    print(f"run {state.run_id}: {state.status} at {state.current_stage}")
+    return exit_code(state)
+
+
+def _cmd_fork(args: argparse.Namespace) -> int:
+    state = engine_for(args).fork(args.from_point, run_id=args.run, force=args.force)
+    print(f"run {state.run_id} ({state.status} at {state.current_stage}), forked from {state.forked_from}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)",
+                       description="STAGE: that stage's latest execution; N: execution N (the history entry "
+                       "number, as in gates/000N-STAGE.json); nothing: the latest execution.")
+    p.add_argument("which", nargs="?", metavar="STAGE|N")
+    p.add_argument("--run", metavar="ID", help="run id (default: the active or latest run)")
+    add_project(p)
+    p.set_defaults(handler=_cmd_diff)
+
+    p = sub.add_parser("revert", help="restore the tree to the checkpoint before a stage execution; "
+                       "the run continues from that stage")
+    p.add_argument("stage", nargs="?", metavar="STAGE", help="the stage (its latest execution)")
+    p.add_argument("--to", type=int, metavar="N", help="execution N instead (the history entry number)")
+    p.add_argument("--force", action="store_true", help="also revert files you changed by hand since")
+    add_project(p)
+    p.set_defaults(handler=_cmd_revert)
+
+    p = sub.add_parser("fork", help="start a new run from a point of a run (its history up to N, the tree "
+                       "restored there); the old run is abandoned with a pointer to the fork")
+    p.add_argument("--from", dest="from_point", type=int, metavar="N",
+                   help="keep the first N history entries (default: all of them)")
+    p.add_argument("--run", metavar="ID", help="run to fork (default: the active or latest run)")
+    p.add_argument("--force", action="store_true", help="also restore files you changed by hand since")
+    add_project(p)
+    p.set_defaults(handler=_cmd_fork)

@@ -1,0 +1,141 @@
+"""What a stage execution changed, as a unified diff: ``odin diff``, ``%odin diff`` and the approval panel.
+
+A stage execution is a history entry that carries checkpoints (see
+:mod:`odin_magic.checkpoints`): its number N (1-based, as in the evidence file
+names ``gates/000N-<stage>.json``), or a stage id (its latest execution), or
+nothing (the latest execution: at a pause, the paused stage's).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from .checkpoints import Change, Checkpoints
+from .display import _Display
+from .errors import UsageError
+from .state import HistoryEntry, RunState
+
+MAX_HTML_LINES = 400  # per file, in the HTML rendering (the text is never cut)
+
+
+def select_execution(state: RunState, selector: str | None) -> tuple[int, HistoryEntry]:
+    """(N, entry) of the stage execution ``selector`` names; a :class:`UsageError` when there is none."""
+    executions = [(n, e) for n, e in enumerate(state.history, start=1) if e.checkpoint]
+    if not executions:
+        raise UsageError(f"run {state.run_id} has no recorded stage execution with checkpoints",
+                         hint="checkpoints are recorded from the first stage a run executes (odin status shows the history)")
+    if selector is None or selector == "":
+        return executions[-1]
+    if selector.isdigit():
+        n = int(selector)
+        for number, entry in executions:
+            if number == n:
+                return number, entry
+        numbers = ", ".join(str(k) for k, _ in executions[-10:])
+        raise UsageError(f"run {state.run_id} has no stage execution {n} (it has {len(state.history)} history entries)",
+                         hint=f"executions with checkpoints: {numbers}; `odin status` lists the history")
+    matching = [(n, e) for n, e in executions if e.stage == selector]
+    if not matching:
+        stages = ", ".join(dict.fromkeys(e.stage for _, e in executions))
+        raise UsageError(f"stage {selector!r} has no recorded execution in run {state.run_id}",
+                         hint=f"stages executed: {stages}; or give an execution number N")
+    return matching[-1]
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    change: Change
+    text: str  # this file's part of the unified diff
+
+
+def split_diff(text: str) -> dict[str, str]:
+    """A unified diff cut into its files (keyed by the path after ``b/``, or ``a/`` for a deletion)."""
+    out: dict[str, str] = {}
+    current: list[str] = []
+    path = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            if path is not None:
+                out[path] = "".join(current)
+            current = [line]
+            rest = line[len("diff --git "):].rstrip("\n")
+            half = len(rest) // 2  # "a/X b/X": the same path twice
+            path = rest[half + 1:][2:] if rest[half] == " " else rest.split(" b/", 1)[-1]
+        else:
+            current.append(line)
+    if path is not None:
+        out[path] = "".join(current)
+    return out
+
+
+@dataclass
+class StageDiff(_Display):
+    """One stage execution's changes: a summary line per file and the unified diff."""
+
+    run_id: str
+    number: int
+    stage: str
+    before: str
+    after: str
+    files: list[FileDiff] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"run {self.run_id}, execution {self.number}: stage {self.stage}"
+
+    def summary(self) -> str:
+        if not self.files:
+            return "no files changed"
+        return "\n".join(f.change.describe() for f in self.files)
+
+    def text(self) -> str:
+        head = f"{self.title} ({len(self.files)} file(s) changed)"
+        body = "".join(f.text for f in self.files)
+        return head + "\n" + (self.summary() if not body else body.rstrip("\n"))
+
+    def html(self) -> str:
+        head = (f"<div class='odin-diff'><p><b>{html.escape(self.title)}</b> — "
+                f"{len(self.files)} file(s) changed</p>")
+        if not self.files:
+            return head + "<p class='odin-muted'>no files changed</p></div>"
+        return head + "".join(file_html(f) for f in self.files) + "</div>"
+
+
+def file_html(f: FileDiff) -> str:
+    """One file: a collapsible ``<details>`` whose summary names it with its line counts, its diff coloured."""
+    c = f.change
+    counts = "binary" if c.binary else (f"<span style='color:#2a7d2a'>+{c.added}</span> "
+                                        f"<span style='color:#c33'>-{c.deleted}</span>")
+    lines = f.text.splitlines(keepends=True)
+    shown = "".join(lines[:MAX_HTML_LINES])
+    more = f"\n… {len(lines) - MAX_HTML_LINES} more lines (odin diff prints them all)\n" if len(lines) > MAX_HTML_LINES else ""
+    return (f"<details class='odin-diff-file'><summary><code>{html.escape(c.path)}</code> "
+            f"<span class='odin-muted'>{c.kind}</span> {counts}</summary>{highlight(shown + more)}</details>")
+
+
+def highlight(diff_text: str) -> str:
+    """A unified diff as syntax-coloured HTML (pygments' diff lexer, inline styles)."""
+    try:
+        from pygments import highlight as pyg
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import DiffLexer
+
+        return pyg(diff_text, DiffLexer(), HtmlFormatter(noclasses=True, nobackground=False))
+    except ImportError:  # pygments comes with IPython; without it, plain colours by line
+        out = []
+        for line in diff_text.splitlines():
+            colour = "#2a7d2a" if line.startswith("+") else "#c33" if line.startswith("-") else "#333"
+            out.append(f"<span style='color:{colour}'>{html.escape(line)}</span>")
+        return "<pre>" + "\n".join(out) + "</pre>"
+
+
+def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None) -> StageDiff:
+    number, entry = select_execution(state, selector)
+    before, after = entry.checkpoint, entry.after or entry.checkpoint
+    checkpoints.require(before)
+    checkpoints.require(after)
+    changes = checkpoints.changes(before, after)
+    parts = split_diff(checkpoints.diff(before, after)) if changes else {}
+    files = [FileDiff(c, parts.get(c.path, "")) for c in changes]
+    return StageDiff(state.run_id, number, entry.stage, before, after, files)
