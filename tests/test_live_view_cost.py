@@ -91,11 +91,12 @@ def test_charts_are_redrawn_off_the_drive_thread_and_never_hold_it_up(tmp_path):
 
 def test_a_coalescer_folds_requests_and_keeps_its_interval():
     started: list[float] = []
-    release = threading.Event()
-    coalescer = Coalescer(lambda: (started.append(time.monotonic()), release.wait(30)), interval=0.2)
+    release, running = threading.Event(), threading.Event()
+    coalescer = Coalescer(lambda: (started.append(time.monotonic()), running.set(), release.wait(30)), interval=0.2)
     coalescer.request()
+    assert running.wait(30)
     for _ in range(50):
-        coalescer.request()  # while the first run is held (or waits for its turn)
+        coalescer.request()  # while the first run is held
     release.set()
     assert coalescer.settle(30)
     assert len(started) == 2  # the first request, then one run for the 50 that came meanwhile
