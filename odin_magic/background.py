@@ -128,6 +128,62 @@ class BackgroundDrive:
         return self.outcome
 
 
+class Coalescer:
+    """Runs ``work`` in a daemon thread of its own when asked, at most once every ``interval`` seconds.
+
+    ``request()`` returns at once (it never runs ``work`` on the caller's
+    thread); requests that arrive while ``work`` runs or waits for its next
+    turn are folded into that one run. Used for the run charts: a gate asks for
+    a redraw, the drive goes on, and the chart is redrawn at most once a second
+    off the drive's thread. ``settle(timeout)`` waits until every request so
+    far has been served (the end of a drive, tests: an event, never a sleep).
+    """
+
+    def __init__(self, work: Callable[[], None], interval: float = 1.0, name: str = "odin-coalescer"):
+        self._work = work
+        self.interval = interval
+        self._name = name
+        self._cond = threading.Condition()
+        self._asked = 0  # requests so far
+        self._served = 0  # requests already covered by a run of work
+        self._thread: threading.Thread | None = None
+        self._last = float("-inf")  # time.monotonic() when work last started
+
+    def request(self, now: bool = False) -> None:
+        """Ask for a run of ``work``; ``now``: without waiting for the interval (e.g. at the end of a drive)."""
+        with self._cond:
+            self._asked += 1
+            if now:
+                self._last = float("-inf")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Block until every request made so far has been served; False if ``timeout`` passed first."""
+        with self._cond:
+            target = self._asked
+            return self._cond.wait_for(lambda: self._served >= target, timeout)
+
+    def _loop(self) -> None:
+        import time
+
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._asked > self._served)
+                while (delay := self._last + self.interval - time.monotonic()) > 0:
+                    self._cond.wait(delay)  # a request(now=True) resets _last and wakes this
+                target, self._last = self._asked, time.monotonic()
+            try:
+                self._work()
+            except Exception:  # a chart that cannot be drawn must not stop the next one
+                print(f"odin: {self._name} failed:\n{traceback.format_exc()}", file=sys.__stderr__)
+            with self._cond:
+                self._served = target
+                self._cond.notify_all()
+
+
 class StreamRouter:
     """``sys.stdout`` / ``sys.stderr`` stand-in: writes from background threads go to a sink.
 

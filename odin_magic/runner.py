@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .background import BackgroundDrive, DriveOutcome, EventFanout
+from .background import BackgroundDrive, Coalescer, DriveOutcome, EventFanout
 from .errors import NoActiveRun, OdinError, RunRefused
 from .lazy import lazy
 
@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # the engine and the models load with the first engine, not w
 require_not_paused, require_stage, require_status, require_task, require_text = (
     lazy("odin_magic.engine", name)
     for name in ("require_not_paused", "require_stage", "require_status", "require_task", "require_text"))
+
+#: Charts are redrawn at most this often (seconds) while a run drives; the drive's end redraws them at once.
+CHART_INTERVAL = 1.0
+CHART_SETTLE_TIMEOUT = 60.0
 
 EngineFactory = Callable[..., Any]  # (project_dir, listener=...) -> Engine
 WorkerFactory = Callable[[Path], Any]  # project_dir -> the model worker (Claude or scripted)
@@ -41,7 +45,10 @@ class NotebookRunner:
         self._worker_factory = worker_factory
         self._engine = None
         self.view = None  # the live view (widgets.RunView / TextRunView) the events go to
-        self.charts = []  # charts.ChartHandle objects re-drawn when a drive ends
+        self.charts = []  # charts.ChartHandle objects, re-drawn off the drive's thread (see _redraw_charts)
+        self.chart_redraws = Coalescer(self._redraw_charts, interval=CHART_INTERVAL, name="odin-charts")
+        self._chart_run: str | None = None  # the run the charts show (the latest gate's)
+        self._chart_final: RunState | None = None  # the state a drive ended with, drawn as it is
         self.drive.on_finish(self._finished)
         self.fanout.subscribe(self._chart_event)
 
@@ -98,10 +105,17 @@ class NotebookRunner:
             self.fanout.subscribe(view.handle_event)
 
     def _chart_event(self, event) -> None:
-        """Re-draw the charts mid-run at each gate decision (the drive's end re-draws them too)."""
+        """A gate decision asks for a redraw of the charts: done off the drive's thread, at most once every
+        CHART_INTERVAL seconds, so that a chart never delays a transition (the drive's end redraws them too)."""
         if event.kind in ("gate_passed", "gate_failed") and self.charts:
-            state = self.engine.status(event.run_id)
-            for chart in self.charts:
+            self._chart_run, self._chart_final = event.run_id, None
+            self.chart_redraws.request()
+
+    def _redraw_charts(self) -> None:
+        charts, run_id, final = list(self.charts), self._chart_run, self._chart_final
+        if charts and run_id is not None:
+            state = final or self.engine.status(run_id)  # else a snapshot of the live state, the drive going on
+            for chart in charts:
                 chart.update(state)
 
     def _finished(self, outcome: DriveOutcome) -> None:
@@ -111,8 +125,10 @@ class NotebookRunner:
         if outcome.ok and isinstance(outcome.result, RunState):
             if view is not None:
                 view.show_state(outcome.result)
-            for chart in self.charts:
-                chart.update(outcome.result)
+            if self.charts:  # the final figures, drawn before the drive is reported finished (%odin wait)
+                self._chart_run, self._chart_final = outcome.result.run_id, outcome.result
+                self.chart_redraws.request(now=True)
+                self.chart_redraws.settle(CHART_SETTLE_TIMEOUT)
         elif not outcome.ok and view is not None:
             err = outcome.error
             if isinstance(err, OdinError):

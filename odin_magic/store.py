@@ -506,7 +506,8 @@ class RunHandle:
         """Append one event (one write, one fsync) and fold it into the state.
 
         ``save``: True refreshes state.json now, False never here, None (the
-        default) when :meth:`refresh_due`. ``sync=False`` skips the fsync for a
+        default) when the record pauses or ends the run (any status but
+        ``running``), else when :meth:`refresh_due`. ``sync=False`` skips the fsync for a
         record that the next synced one makes durable with it (the same file,
         appended in order): a process crash loses nothing written; a power cut
         may lose it along with the transition it begins. A handle opened on a
@@ -521,8 +522,8 @@ class RunHandle:
             _sync(self._log.fileno())
         self._appended += len(line)
         self.state = apply(self.state, record)
-        if save or (save is None and self.refresh_due()):
-            self.save()
+        if save or (save is None and (self.state.status != "running" or self.refresh_due())):
+            self.save()  # a pause or an end is saved before it is announced; a running run when due
         return record
 
     def refresh_due(self) -> bool:

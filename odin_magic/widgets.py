@@ -25,6 +25,8 @@ from .state import RunState, Usage
 
 PREVIEW_CHARS = 1500
 MAX_OUTPUT_ENTRIES = 400
+VERDICT_PAGE = 20  # verdicts per page of the verdicts section: a new verdict re-renders its page only
+VERDICT_PAGES = 5  # pages the section keeps (the latest 100 verdicts); earlier ones are counted, not shown
 
 
 class RunActions(Protocol):
@@ -193,6 +195,119 @@ class AnswerPanel:
             self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
 
 
+class VerdictPages:
+    """The gate verdicts section of a run view, whose work per gate does not grow with the run.
+
+    A verdict is appended to the page being filled (:data:`VERDICT_PAGE` per
+    page): only that page is re-rendered and sent; a full page starts a new
+    one, and the section keeps the latest :data:`VERDICT_PAGES` pages (the
+    verdicts before them are counted; ``%odin status`` and the evidence files
+    keep them all). A view opened on an existing run reads evidence files only
+    when the section is opened, and only the latest pages' worth.
+    """
+
+    def __init__(self) -> None:
+        import ipywidgets as w
+
+        self._w = w
+        self.count = 0  # the run's verdicts so far, shown or not
+        self._pages: list[tuple[object, list[VerdictRecord]]] = []  # (HTML widget, its verdicts), oldest first
+        self._deferred: tuple[Path, list[tuple[str, str]]] | None = None  # (run dir, [(stage, evidence)]) unread
+        self.note = w.HTML()
+        self.pages = w.VBox([self.note])
+        self.box = w.Accordion(children=[self.pages])
+        self.box.selected_index = None
+        self._title()
+        self.box.observe(self._opened, names="selected_index")
+
+    @property
+    def records(self) -> list[VerdictRecord]:
+        """The verdicts the section holds (the latest), oldest first."""
+        return [v for _page, items in self._pages for v in items]
+
+    @property
+    def current_page(self):
+        """The HTML widget of the page being filled (None before the first verdict)."""
+        return self._pages[-1][0] if self._pages else None
+
+    def add(self, verdict: VerdictRecord) -> None:
+        self.count += 1
+        self._append(verdict)
+        self._title()
+
+    def defer(self, run_dir: Path, history: Sequence) -> None:
+        """An existing run's verdicts: counted now, read from their evidence files when the section opens."""
+        latest: list[tuple[str, str]] = []
+        total = 0
+        for entry in reversed(history):
+            if entry.evidence:
+                total += 1
+                if len(latest) < VERDICT_PAGE * VERDICT_PAGES:
+                    latest.append((entry.stage, entry.evidence))
+        latest.reverse()
+        self._deferred = (run_dir, latest) if latest else None
+        self.count += total
+        self._title()
+        if self.box.selected_index == 0:
+            self._load_deferred()
+
+    def latest_pass(self, stage: str) -> VerdictRecord | None:
+        """The latest passing verdict of ``stage`` (for the approval panel): read from its evidence if need be."""
+        found = next((v for v in reversed(self.records) if v.stage == stage and v.passed), None)
+        if found is None and self._deferred is not None:
+            run_dir, entries = self._deferred
+            for entry_stage, rel in reversed(entries):
+                if entry_stage == stage:
+                    v = _read_verdict(run_dir, rel)
+                    if v is not None and v.passed:
+                        return v
+        return found
+
+    def _opened(self, change) -> None:
+        if change["new"] == 0 and self._deferred is not None:
+            self._load_deferred()
+
+    def _load_deferred(self) -> None:
+        run_dir, entries = self._deferred
+        self._deferred = None
+        live = self.records
+        self._pages = []
+        past = [v for v in (_read_verdict(run_dir, rel) for _stage, rel in entries) if v is not None]
+        for v in past + live:
+            self._append(v, render=False)
+        for widget, items in self._pages:
+            widget.value = VerdictsDisplay(items).html()
+        self._note()
+
+    def _append(self, verdict: VerdictRecord, render: bool = True) -> None:
+        new_page = not self._pages or len(self._pages[-1][1]) >= VERDICT_PAGE
+        if new_page:
+            self._pages = (self._pages + [(self._w.HTML(), [])])[-VERDICT_PAGES:]
+            self.pages.children = (self.note, *(widget for widget, _items in self._pages))
+        widget, items = self._pages[-1]
+        items.append(verdict)
+        if render:
+            widget.value = VerdictsDisplay(items).html()
+            if new_page:  # a page was dropped, maybe: the count of those not shown changes only then
+                self._note()
+
+    def _note(self) -> None:
+        hidden = self.count - sum(len(items) for _w, items in self._pages)
+        self.note.value = "" if hidden <= 0 else (
+            f"<p class='odin-muted'>{hidden} earlier gate verdict(s) not shown here: "
+            "<code>%odin status</code> lists them; their evidence is in the run's <code>gates/</code></p>")
+
+    def _title(self) -> None:
+        self.box.set_title(0, f"gate verdicts ({self.count})")
+
+
+def _read_verdict(run_dir: Path, rel: str) -> VerdictRecord | None:
+    try:
+        return VerdictRecord.from_evidence(json.loads((run_dir / rel).read_text()))
+    except (OSError, ValueError):
+        return None  # a missing or torn evidence file: the history entry still shows in the checklist
+
+
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
@@ -216,7 +331,6 @@ class RunView:
         self.project_dir = Path(project_dir)
         self.actions = actions
         self.state = state
-        self.verdicts: list[VerdictRecord] = []
         self._lock = threading.RLock()
         self._marks: dict[str, str] = {}
         self._pending_verdict: dict | None = None
@@ -230,10 +344,9 @@ class RunView:
         self.progress_label = w.Label()
         self.usage = w.Label("tokens 0, cost $0.0000")
         self.output = w.Output(layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #ddd"))
-        self.verdicts_html = w.HTML()
-        self.verdicts_box = w.Accordion(children=[self.verdicts_html])
-        self.verdicts_box.set_title(0, "gate verdicts (0)")
-        self.verdicts_box.selected_index = None
+        self.verdict_pages = VerdictPages()
+        self.verdicts_box = self.verdict_pages.box
+        self._verdicts_known = False  # the run's earlier verdicts are counted (read when the section opens)
         self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop",
                                     tooltip="End the run after the current step; it stays resumable")
         self.stop_button.on_click(self._stop_clicked)
@@ -288,23 +401,23 @@ class RunView:
                             f"<span style='color:#777'>run {html.escape(s.run_id)}"
                             f"{' (dry run)' if s.dry else ''} · status <b>{html.escape(s.status)}</b></span>")
 
-    def _load_verdicts(self, state: RunState) -> None:
-        """A view opened on an existing run: its verdicts so far, from the gates' evidence files."""
-        if self.verdicts or self.run_dir_for is None:
-            return
-        run_dir = self.run_dir_for(state.run_id)
-        for entry in state.history:
-            if not entry.evidence:
-                continue
-            try:
-                self.verdicts.append(VerdictRecord.from_evidence(json.loads((run_dir / entry.evidence).read_text())))
-            except (OSError, ValueError):
-                continue  # a missing or torn evidence file: the history entry still shows in the checklist
-        self._render_verdicts()
+    @property
+    def verdicts(self) -> list[VerdictRecord]:
+        """The verdicts the view holds (the latest pages), oldest first."""
+        return self.verdict_pages.records
 
-    def _render_verdicts(self) -> None:
-        self.verdicts_html.value = VerdictsDisplay(self.verdicts).html()
-        self.verdicts_box.set_title(0, f"gate verdicts ({len(self.verdicts)})")
+    @property
+    def verdicts_html(self):
+        """The page of verdicts being filled (an HTML widget)."""
+        return self.verdict_pages.current_page
+
+    def _load_verdicts(self, state: RunState) -> None:
+        """A view opened on an existing run: its verdicts so far are counted; their evidence files are read
+        when the verdicts section is opened (:meth:`VerdictPages.defer`)."""
+        if self._verdicts_known or self.verdict_pages.count or self.run_dir_for is None:
+            return
+        self._verdicts_known = True
+        self.verdict_pages.defer(self.run_dir_for(state.run_id), state.history)
 
     def show_state(self, state: RunState) -> None:
         """Redraw everything from a RunState (at start, and after each drive call)."""
@@ -363,7 +476,7 @@ class RunView:
                 produces = self.loop.stage(state.current_stage).produces
             except KeyError:
                 produces = ()
-        verdict = next((v for v in reversed(self.verdicts) if v.stage == state.current_stage and v.passed), None)
+        verdict = self.verdict_pages.latest_pass(state.current_stage)
         diff = self.diff_source(state) if self.diff_source is not None else None
         self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
                                       verdict, self.actions, diff=diff)
@@ -408,9 +521,9 @@ class RunView:
                         data["reasons"] = [event.text] + list(data["reasons"])
                 data["commands"] = list(self._pending_commands)
                 data["changes"] = list(event.data.get("changes") or [])
-                self.verdicts.append(VerdictRecord.from_event_data(stage, passed, data))
+                self.verdict_pages.add(VerdictRecord.from_event_data(stage, passed, data))
+                self._verdicts_known = True  # a live view: the run's verdicts arrive as events
                 self._pending_verdict, self._pending_commands = None, []
-                self._render_verdicts()
                 self._marks[stage] = PASSED if passed else LOOPED
                 if not passed:
                     self._append("stdout", f"✗ gate failed: {event.text}\n")

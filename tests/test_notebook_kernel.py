@@ -139,11 +139,13 @@ def test_stop_button_then_resume_after_a_kernel_restart(kernel, tmp_path):
     assert [(e["stage"], e["result"]) for e in state["history"]] == [("write", "pass"), ("review", "pass")]
 
     # another restart: `%odin status` brings back the approval panel, verdicts read from the evidence
+    # when their section is opened
     kernel.restart()
     kernel.execute("%load_ext odin_magic")
     kernel.execute("%odin status")
     shown = kernel.execute(MAGICS + """\
 _view = _m.runner().view
+_view.verdicts_box.selected_index = 0
 print([v.stage for v in _view.verdicts])
 _view.approval.approve_button.click()
 """)

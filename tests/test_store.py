@@ -382,3 +382,18 @@ def test_a_driver_that_opens_a_run_behind_brings_state_json_up_to_date_when_it_c
     assert notice is None  # behind is not damage
     handle.close()  # nothing recorded: still, what it folded in from the log is saved
     assert json.loads((run_dir / STATE_NAME).read_text()) == state.to_json()
+
+
+def test_a_pause_and_an_end_are_in_state_json_before_they_are_announced(project, write_loop):
+    write_loop()
+    seen: dict[str, str] = {}
+
+    def listen(event):
+        if event.kind in ("paused", "done"):
+            run_dir = RunStore(project).run_dir(event.run_id)
+            seen[event.kind] = json.loads((run_dir / STATE_NAME).read_text())["status"]
+
+    engine = Engine(project, listener=listen)
+    engine.start("demo", "t", dry=DryOptions())
+    engine.approve()
+    assert seen == {"paused": "awaiting_approval", "done": "done"}

@@ -112,13 +112,16 @@ def test_the_text_view_prints_one_line_per_event(tmp_path):
     assert not any("<" in line and ">" in line and "</" in line for line in lines)  # text, not HTML
 
 
-def test_a_view_opened_later_reads_the_verdicts_from_the_evidence(tmp_path):
+def test_a_view_opened_later_reads_the_verdicts_from_the_evidence_when_the_section_opens(tmp_path):
     engine, _, actions, state = drive(tmp_path, ["review:fail"])
     later = RunView(engine.catalog.load("tiny"), tmp_path, actions, state, run_dir_for=engine.run_dir)
+    assert later.verdicts == [] and "(4)" in later.verdicts_box.get_title(0)  # counted, not read yet
+    assert later.approval is not None and later.approval.stage == "review"
+    assert later.approval.widget.children[0].value.count("<li>") >= 1  # the paused stage's verdict: read for it
+    later.verdicts_box.selected_index = 0  # the user opens the section
     assert [(v.stage, v.passed) for v in later.verdicts] == [("write", True), ("review", False), ("write", True),
                                                             ("review", True)]
     assert "scripted failure" in later.verdicts[1].reasons[0]
-    assert later.approval is not None and later.approval.stage == "review"
 
 
 def test_a_run_waiting_for_an_answer_no_longer_says_it_is_working(tmp_path):
