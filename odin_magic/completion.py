@@ -259,10 +259,10 @@ def latest(run_dir: Path, history: list, look_back: int = 20) -> CompletionRepor
             continue
         try:
             data = json.loads((Path(run_dir) / entry.evidence).read_text(encoding="utf-8")).get("completion")
-        except (OSError, ValueError, AttributeError):
+            if data:
+                return from_dict(data)
+        except (OSError, ValueError, AttributeError, TypeError):  # a damaged evidence file: look further back
             continue
-        if data:
-            return from_dict(data)
     return None
 
 

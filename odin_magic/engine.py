@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -523,10 +524,10 @@ class Engine:
         finally:
             with self._view_lock:
                 self._session = None
+            if self.reports and session.state is not None and session.state.status in runreport.END_STATUSES:
+                self._write_report(session)  # while the run is still locked: no later drive's report is overwritten
             session.handle.close()
             self._remember(session)
-            if self.reports and session.state is not None and session.state.status in runreport.END_STATUSES:
-                self._write_report(session)
 
     def _remember(self, s: Session) -> None:
         """A run that ended (not a dry one) leaves its decisions and lessons in the project's memory."""
@@ -639,14 +640,21 @@ class Engine:
                 break
             if self._check_timeout(s):
                 break
-            self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
+            try:
+                self._run_stage(s, s.loop.stage(st.current_stage), stepping=False)
+            except WorkerFailed as exc:
+                if not self.unattended:
+                    raise
+                self._block_unattended(s, reason=exc.message)  # nobody to retry it now: blocked, report written
+                break
         return self._snapshot(s)
 
-    def _block_unattended(self, s: Session) -> None:
-        """An unattended drive never waits for a person: a pause ends the drive with the run blocked."""
+    def _block_unattended(self, s: Session, reason: str | None = None) -> None:
+        """An unattended drive never waits for a person: a pause (or a stage its worker could not complete,
+        ``reason``) ends the drive with the run blocked."""
         stage, why = s.state.current_stage, s.state.status.replace("_", " ")
         blocked = {"kind": "unattended", "stage": stage,
-                   "reason": f"{stage} is {why}, and the run is unattended (nobody can answer)",
+                   "reason": reason or f"{stage} is {why}, and the run is unattended (nobody can answer)",
                    "fix": "look at the run (`odin status`, `odin report`); `odin run` puts it back at its pause "
                           "for you to approve or revise"}
         self._record(s, "blocked", stage=stage, set={"status": "blocked", "blocked": blocked})
@@ -661,8 +669,11 @@ class Engine:
     def _unblock(self, s: Session) -> None:
         """Continue a blocked run: an environment block re-checks the gate alone (the work is done)."""
         blocked = s.state.blocked
+        last = s.state.history[-1] if s.state.history else None
+        paused = last is not None and last.stage == s.state.current_stage and last.gate == "ai-pending" \
+            and last.result == "pass"
         # an unattended drive's pause goes back to being a pause: the person now at the wheel decides it
-        status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" else "running"
+        status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" and paused else "running"
         self._record(s, "unblocked", stage=s.state.current_stage,
                      set={"status": status, "blocked": None, "repeats": None})
         self._emit("unblocked", s.state, stage=s.state.current_stage,
@@ -803,7 +814,8 @@ class Engine:
         if outcome.passed and run_commands and stage.gate.mutate and stage.gate.commands:
             self._prove_gate(s, stage, outcome, self._mutation_targets(s, consumes, produces, ckpt), env)
         done_check = None
-        if outcome.passed and not stepping and s.loop.next_stage_id(stage.id) is None:
+        finishing = not stepping or stage.gate.pauses or bool(outcome.risky)  # a stepped pause is approved to done
+        if outcome.passed and finishing and s.loop.next_stage_id(stage.id) is None:
             done_check = self._check_done(s, stage, run_commands, judge_job, sink, env)
             outcome.completion = done_check.to_dict()
             if self._add_usage(s, stage.id, done_check.judge_usage):
@@ -834,9 +846,13 @@ class Engine:
         """The discrimination sensor: the gate's commands must fail on mutants of the code (see mutation)."""
         self._emit("worker", s.state, stage=stage.id, text="mutation: checking that the gate's commands can fail",
                    data={"kind": "info"})
-        report = mutation.run_mutants(
-            self.project_dir, files, stage.gate.commands, env, gates.run_command,
-            baseline_s=sum(c.duration_s for c in outcome.commands), min_kill_ratio=s.loop.min_kill_ratio)
+        try:
+            report = mutation.run_mutants(
+                self.project_dir, files, stage.gate.commands, env, gates.run_command,
+                baseline_s=sum(c.duration_s for c in outcome.commands), min_kill_ratio=s.loop.min_kill_ratio)
+        except (OSError, shutil.Error) as exc:  # e.g. a file the scratch copy cannot read: not proven, said so
+            report = mutation.MutationReport(min_kill_ratio=s.loop.min_kill_ratio,
+                                             note=f"not proven: the project could not be copied for mutants: {exc}")
         outcome.mutation = report.to_dict()
         self._emit("worker", s.state, stage=stage.id, text=f"mutation: {report.summary()}", data={"kind": "info"})
         if not report.passed:
@@ -858,9 +874,15 @@ class Engine:
                        data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
             return ev
 
-        report = completion.verify_completion(  # criteria are judged by the worker's judge, never an interview's
-            s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
-            completion.criterion_judge(s.worker, criterion_job, sink), dry=s.state.dry is not None)
+        try:
+            report = completion.verify_completion(  # criteria are judged by the worker's judge, never an interview's
+                s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
+                completion.criterion_judge(s.worker, criterion_job, sink), dry=s.state.dry is not None)
+        except WorkerError as exc:
+            self._add_usage(s, stage.id, exc.usage)
+            self._emit("stopped", s.state, stage=stage.id, text=f"an acceptance criterion could not be judged: {exc}")
+            raise WorkerFailed(f"an acceptance criterion of run {s.state.run_id} could not be judged: {exc}",
+                               hint="the run is still running; `odin run` re-runs the last stage and its checks") from None
         self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
         return report
 
@@ -920,7 +942,7 @@ class Engine:
         st = s.state
         passed, reason = outcome.passed, outcome.reason
         pauses = stage.gate.pauses or bool(outcome.risky)  # a risky change needs a human's sign-off
-        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses else "ai", at)
+        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses and not hold else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence.path
@@ -938,8 +960,9 @@ class Engine:
                 changes["no_progress"] = 0
             if routing.streak_after_pass(st.repeats, stage.id):
                 changes["repeats"] = None
-            if hold:  # the next record says where the run goes
-                changes["current_stage"] = stage.id
+            if hold:  # the checks before done failed: the next record says why; a crash before it resumes
+                code = completion.code_stage(s.loop, stage.id)  # at the stage whose work they send it back to
+                changes["current_stage"] = code.id if code is not None else stage.id
             elif pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:

@@ -285,6 +285,19 @@ class _Scratch(threading.local):
     path: Path | None = None
 
 
+def _readable_source(path: Path, project_dir: Path) -> bytes | None:
+    """The file's bytes when it may be mutated: a regular file inside the project (never through a
+    symlink), UTF-8 text (mutants are byte offsets into it)."""
+    if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(project_dir.resolve()):
+        return None
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return data
+
+
 def run_mutants(
     project_dir: Path,
     files: list[str],
@@ -297,17 +310,23 @@ def run_mutants(
     min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO,
     jobs: int | None = None,
 ) -> MutationReport:
-    """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy."""
+    """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy.
+
+    The commands first run once on the unmutated copy: where they fail there (a gate that needs
+    something the copy leaves out, such as a virtualenv inside the project), no mutant can prove
+    anything, and the report says so instead of counting every mutant as caught."""
     project_dir = Path(project_dir)
     report = MutationReport(min_kill_ratio=min_kill_ratio)
     sources: dict[str, bytes] = {}
     candidates: list[Mutant] = []
     for rel in files:
-        path = project_dir / rel
-        if not rel.endswith(".py") or is_test_file(rel) or not path.is_file():
+        if not rel.endswith(".py") or is_test_file(rel):
             continue
-        sources[rel] = path.read_bytes()
-        candidates += mutants_of(sources[rel], rel)
+        data = _readable_source(project_dir / rel, project_dir)
+        if data is None:
+            continue
+        sources[rel] = data
+        candidates += mutants_of(data, rel)
         report.files.append(rel)
     if not report.files:
         report.note = "the run changed no Python file outside the tests: nothing to mutate"
@@ -321,6 +340,7 @@ def run_mutants(
     local = _Scratch()
     made: list[Path] = []
     lock = threading.Lock()
+    stop = threading.Event()
 
     def scratch() -> Path:
         if local.path is None:
@@ -330,26 +350,51 @@ def run_mutants(
             _copy_project(project_dir, local.path)
         return local.path
 
-    def try_one(m: Mutant) -> MutantResult:
+    def scratch_env(where: Path) -> dict[str, str]:
+        out = {**env, "ODIN_PROJECT_DIR": str(where), "PYTHONDONTWRITEBYTECODE": "1"}  # same-size mutants: no stale .pyc
+        target = env.get("ODIN_TARGET_DIR")
+        if target and Path(target).resolve().is_relative_to(project_dir.resolve()):  # the harness convention
+            out["ODIN_TARGET_DIR"] = str(where / Path(target).resolve().relative_to(project_dir.resolve()))
+        return out
+
+    def failing_command(where: Path) -> str | None:
+        for command in commands:
+            limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or timeout, timeout))
+            if not run(limited, where, scratch_env(where)).ok:
+                return command.cmd
+        return None
+
+    def try_one(m: Mutant) -> MutantResult | None:
+        if stop.is_set():
+            return None
         where = scratch()
         target = where / m.path
+        if target.is_symlink() or not target.resolve().is_relative_to(where.resolve()):
+            return None  # never through a link, never outside the copy
         target.write_bytes(m.apply(sources[m.path]))
         try:
-            scratch_env = {**env, "ODIN_PROJECT_DIR": str(where), "ODIN_TARGET_DIR": str(where / "src"),
-                           "PYTHONDONTWRITEBYTECODE": "1"}  # same-size mutants within a second: no stale .pyc
-            for command in commands:
-                limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or timeout, timeout))
-                ev = run(limited, where, scratch_env)
-                if not ev.ok:
-                    return MutantResult(m.description, m.operator, m.path, m.line, True, command.cmd)
-            return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
+            killer = failing_command(where)
         finally:
             target.write_bytes(sources[m.path])  # byte for byte, for the next mutant in this copy
+        if killer is not None:
+            return MutantResult(m.description, m.operator, m.path, m.line, True, killer)
+        return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
 
+    pool = None
     try:
+        baseline = failing_command(scratch())
+        if baseline is not None:
+            report.note = (f"not proven: `{baseline}` fails in a scratch copy of the project even without a mutant "
+                           "(does it need something the copy leaves out: .git, .venv, node_modules?)")
+            return report
         workers = max(1, min(jobs or os.cpu_count() or 1, len(mutants)))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="odin-mutant") as pool:
-            report.results = list(pool.map(try_one, mutants))
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="odin-mutant")
+        report.results = [r for r in pool.map(try_one, mutants) if r is not None]
+    except BaseException:
+        stop.set()  # Ctrl-C or an error: no queued mutant starts
+        raise
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch_root, ignore_errors=True)
     return report

@@ -70,8 +70,9 @@ def _json(text: str, path: Path) -> str | None:
 
 
 def _yaml(text: str, path: Path) -> str | None:
-    try:
-        list(yaml.safe_load_all(text))
+    try:  # the syntax only: application tags (mkdocs' !!python/name, CloudFormation's !Ref) are fine
+        for _ in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            pass
     except yaml.YAMLError as exc:
         return " ".join(str(exc).split())
     return None
@@ -118,7 +119,8 @@ def check_edit(
     """Every check of the file a worker just wrote at ``path`` (named ``shown`` to the model).
 
     The built-in parse check comes first; the ``post_edit`` commands run only when it
-    passed (a file that does not parse tells the model enough).
+    passed (a file that does not parse tells the model enough). ``commands`` is empty
+    for files outside the project tree (the run dir's documents): the caller decides.
     """
     checks: list[EditCheck] = []
     parsed = parse_check(path, shown)

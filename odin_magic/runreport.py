@@ -16,8 +16,8 @@ the engine writes both files from what the run recorded:
   so they survive export and need no kernel to show.
 
 ``report.ipynb`` is valid nbformat; its one code cell reads the run's state.json
-(standard library only), so nbclient runs it. Both are written through
-``store.write_atomic``, which redacts every configured secret.
+(standard library only), so nbclient runs it. Every section is redacted of the
+configured secrets before it is escaped into either file (:mod:`odin_magic.secrets`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 from .loop import Loop
 from .state import RunState
+from .secrets import redact_text
 from .store import write_atomic
 
 REPORT_MD = "report.md"
@@ -156,14 +157,15 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
 def _acceptance(completion: dict | None) -> str:
     if not completion:
         return "The run was not checked for completion (its last stage's gate never passed)."
-    lines = [completion.get("manifest") or ""]
-    criteria = completion.get("criteria") or []
-    if criteria:
+    from .completion import from_dict
+
+    checked = from_dict(completion)
+    lines = [checked.manifest]
+    if checked.criteria:
         lines += ["", "| | id | priority | criterion | verified by | evidence |", "|---|---|---|---|---|---|"]
-        for c in criteria:
-            mark = {"pass": "✅", "fail": "❌", "skipped": "–"}.get(c.get("status"), "⚠")
-            lines.append(f"| {mark} | {c.get('id')} | {c.get('priority')} | {_cell(c.get('text'))} | "
-                         f"`{_cell(c.get('verify'))}` | {_cell(c.get('detail') or c.get('status'))} |")
+        for c in checked.criteria:
+            lines.append(f"| {c.mark} | {c.id} | {c.priority} | {_cell(c.text)} | "
+                         f"`{_cell(c.verify)}` | {_cell(c.detail or c.status)} |")
     reg = completion.get("regression")
     if reg:
         if not reg.get("ran"):
@@ -278,7 +280,7 @@ def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     g = _gather(state, run_dir)
     title = f"Run {state.run_id}: {state.loop}"
-    parts = sections(state, loop, g)
+    parts = [(h, redact_text(body)) for h, body in sections(state, loop, g)]  # before any escaping
     images = charts(state, loop, g)
     chart_dir = run_dir / CHART_DIR
     chart_dir.mkdir(exist_ok=True)

@@ -530,6 +530,10 @@ class _Checker:
                 message = f"{target!r} is not a stage id" + (f" (did you mean {guess!r}?)" if guess else "")
                 fix = f"use `on_fail: {guess}`" if guess else f"use one of: {', '.join(ids)}"
                 self.error(base + ("gate", "on_fail"), message, fix)
+            if gate.get("mutate") is True and not gate.get("run"):
+                self.error(base + ("gate", "mutate"), "`mutate: true` proves the gate's `run` commands can fail, "
+                           "but this gate has no `run` command", "add the command that tests the code under `run:`, "
+                           "or drop `mutate`")
             mode = gate.get("mode")
             if schedulable and mode in ("ai+human", "human"):
                 self.error(

@@ -29,14 +29,16 @@ def test_validate_manifest_of_a_missing_file_is_a_usage_error(capsys, tmp_path: 
     assert code == 2 and "no such file" in err and "Traceback" not in err
 
 
-def test_schedule_prints_cron_and_systemd_and_installs_nothing(capsys, tmp_path: Path):
+def test_schedule_prints_cron_and_systemd_and_installs_nothing(capsys, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-schedule-test-value")
     code, out, _ = run(capsys, "schedule", "keep-green", "--task", "keep main green", "--every", "6h",
                        "--project", str(tmp_path))
     assert code == 0
     cron = next(line for line in out.splitlines() if line.startswith("0 */6 * * *"))
     assert "run keep-green --task 'keep main green' --unattended" in cron
-    assert "OnUnitActiveSec=21600s" in out and "[Timer]" in out and "Type=oneshot" in out
-    assert "ANTHROPIC_API_KEY" not in out
+    assert "OnCalendar=*-*-* 00/6:00:00" in out and "[Timer]" in out and "Type=oneshot" in out
+    assert '. "$HOME/.config/odin-magic/env"' in cron  # the key comes from the environment file
+    assert "sk-ant-schedule-test-value" not in out  # the key is read from the env file when it runs
     assert not (tmp_path / ".odin-loop").exists()
 
 
@@ -50,6 +52,19 @@ def test_schedule_refuses_a_period_cron_cannot_say(capsys, tmp_path: Path):
     assert code == 2 and "divide 60" in err
     code, _, err = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "daily", "--project", str(tmp_path))
     assert code == 2 and "15m, 6h, 1d" in err
+    code, _, err = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "3d", "--project", str(tmp_path))
+    assert code == 2 and "week (7d)" in err
+
+
+def test_schedule_escapes_what_cron_and_systemd_would_expand(capsys, tmp_path: Path):
+    code, out, _ = run(capsys, "schedule", "keep-green", "--task", "reach 100% for $HOME", "--every", "7d",
+                       "--project", str(tmp_path))
+    assert code == 0
+    cron = next(line for line in out.splitlines() if line.startswith("0 3 * * 0 "))
+    assert "reach 100\\% for $HOME" in cron and "100%" not in cron.replace("\\%", "")
+    exec_start = next(line for line in out.splitlines() if line.startswith("ExecStart="))
+    assert "reach 100%% for $$HOME" in exec_start
+    assert "OnCalendar=Sun *-*-* 03:00:00" in out
 
 
 def test_report_prints_the_report_or_its_paths(capsys, tmp_path: Path):

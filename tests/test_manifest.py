@@ -136,3 +136,22 @@ def test_the_loop_names_or_turns_off_the_suite(tmp_path: Path):
 def test_failing_tests_are_named_from_pytest_output():
     out = "F.\nFAILED tests/test_a.py::test_one - assert 1 == 2\nERROR tests/test_b.py\nFAILED tests/test_a.py::test_one\n"
     assert failing_tests(out) == ["tests/test_a.py::test_one", "tests/test_b.py"]
+
+
+def test_mutate_without_a_run_command_is_a_located_error():
+    from odin_magic.validation import validate_text
+
+    report = validate_text(textwrap.dedent("""\
+        name: m
+        version: 1
+        description: d
+        max_iterations: 1
+        stages:
+          - id: test
+            gate:
+              mode: ai
+              check: the tests pass
+              mutate: true
+    """), "m.yaml", expected_name="m")
+    assert [(d.line, d.field) for d in report.errors] == [(10, "stages[0].gate.mutate")]
+    assert "no `run` command" in report.errors[0].message

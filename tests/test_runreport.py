@@ -43,12 +43,13 @@ def run_dir(project: Path, state) -> Path:
 
 def test_a_run_that_ends_done_writes_both_reports_and_the_notebook_runs(project: Path, write_loop):
     write_loop(LOOP)
-    state = Engine(project).start("reported", "a tiny calculator", dry=DryOptions(gates=["test:fail"], approve_all=True))
+    state = Engine(project).start("reported", f"a tiny calculator (key {SECRET})",
+                                  dry=DryOptions(gates=["test:fail"], approve_all=True))
     assert state.status == "done"
     d = run_dir(project, state)
     md = (d / "report.md").read_text()
     assert md.startswith(f"# Run {state.run_id}: reported\n")
-    assert "- **loop**: reported v3 (dry run)" in md and "- **task**: a tiny calculator" in md
+    assert "- **loop**: reported v3 (dry run)" in md and "- **task**: a tiny calculator (key [redacted" in md
     # the path, with the loopback and its reason
     assert "| 2 | test | fail | ai |  | dry run: scripted failure (test:fail) | build |" in md
     assert "## Time, tokens and cost per stage" in md and "| **total** |" in md

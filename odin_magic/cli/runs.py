@@ -80,7 +80,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                          "plain `odin run` continues the active run")
     if args.unattended:
         _refuse_unless_schedulable(engine, args)
+        if active is not None:  # the last scheduled run still waits for a person: not a new failure
+            print(f"odin: run {active.run_id} ({active.loop}) is still {active.status}; an unattended run starts "
+                  "only when no run is active: look at it (`odin status`, `odin report`), then finish or abandon it",
+                  file=sys.stderr)
+            return 3
         engine.unattended = True
+        state = engine.start(args.loop, args.task, dry=_dry_options(args))
+        return 0 if state.status == "done" else exit_code(state) or 3
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
     if continuing:
@@ -98,15 +105,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if active is not None:
             raise one_run_at_a_time(active)
         raise UsageError(f"starting loop {args.loop!r} needs a task", hint=f'odin run {args.loop} --task "what you are building"')
+    return exit_code(engine.start(args.loop, args.task, dry=_dry_options(args)))
+
+
+def _dry_options(args: argparse.Namespace):
+    """The dry run's options from --dry/--gates/..., None without --dry; a dry flag without --dry is refused."""
     if (args.gates or args.approve_all or args.stage_delay or args.run_commands) and not args.dry:
         raise UsageError("--gates, --approve-all, --stage-delay and --run-commands apply to dry runs", hint="add --dry")
-    dry = None
-    if args.dry:
-        if args.stage_delay is not None and args.stage_delay < 0:
-            raise UsageError("--stage-delay must be 0 or more seconds")
-        dry = DryOptions(gates=parse_gate_script(args.gates), approve_all=args.approve_all,
-                         stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
-    return exit_code(engine.start(args.loop, args.task, dry=dry))
+    if not args.dry:
+        return None
+    if args.stage_delay is not None and args.stage_delay < 0:
+        raise UsageError("--stage-delay must be 0 or more seconds")
+    return DryOptions(gates=parse_gate_script(args.gates), approve_all=args.approve_all,
+                      stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
 
 
 def _refuse_unless_schedulable(engine, args: argparse.Namespace) -> None:

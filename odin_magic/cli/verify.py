@@ -92,6 +92,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 _UNITS = {"m": ("minute", 60), "h": ("hour", 3600), "d": ("day", 86400)}
+ENV_FILE = "$HOME/.config/odin-magic/env"  # where the API key lives for scheduled runs (never in the unit)
 
 
 def parse_period(text: str) -> tuple[int, str]:
@@ -101,9 +102,9 @@ def parse_period(text: str) -> tuple[int, str]:
     if unit not in _UNITS or not number.isdigit() or int(number) < 1:
         raise UsageError(f"--every {text!r} is not a period", hint="write a number and m, h or d: 15m, 6h, 1d, 7d")
     n = int(number)
-    if (unit == "m" and (n > 59 or 60 % n)) or (unit == "h" and (n > 23 or 24 % n)):
-        raise UsageError(f"--every {text}: cron can only repeat minutes that divide 60 and hours that divide 24",
-                         hint="use e.g. 15m, 30m, 1h, 6h, 12h or a number of days")
+    if (unit == "m" and (n > 59 or 60 % n)) or (unit == "h" and (n > 23 or 24 % n)) or (unit == "d" and n not in (1, 7)):
+        raise UsageError(f"--every {text}: a schedule repeats minutes that divide 60, hours that divide 24, "
+                         "or every day (1d) or week (7d)", hint="use e.g. 15m, 30m, 1h, 6h, 12h, 1d or 7d")
     return n, unit
 
 
@@ -112,19 +113,36 @@ def cron_schedule(n: int, unit: str) -> str:
         return f"*/{n} * * * *"
     if unit == "h":
         return f"0 */{n} * * *"
-    return "0 3 * * *" if n == 1 else f"0 3 */{n} * *"
+    return "0 3 * * *" if n == 1 else "0 3 * * 0"  # daily at 03:00, or Sundays at 03:00
+
+
+def on_calendar(n: int, unit: str) -> str:
+    """The systemd calendar event for the same period."""
+    if unit == "m":
+        return f"*:0/{n}"
+    if unit == "h":
+        return f"*-*-* 00/{n}:00:00"
+    return "*-*-* 03:00:00" if n == 1 else "Sun *-*-* 03:00:00"
+
+
+def _cron_text(text: str) -> str:
+    return text.replace("%", "\\%")  # cron turns an unescaped % into a newline
+
+
+def _systemd_text(text: str) -> str:
+    return text.replace("%", "%%").replace("$", "$$")  # systemd expands both in ExecStart
 
 
 def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) -> str:
     n, unit = parse_period(every)
-    command = f"cd {shlex.quote(str(project))} && {shlex.quote(odin)} run {shlex.quote(loop)} " \
-              f"--task {shlex.quote(task)} --unattended"
+    run = f"{shlex.quote(odin)} run {shlex.quote(loop)} --task {shlex.quote(task)} --unattended"
     log = shlex.quote(str(project / ".odin-loop" / "schedule.log"))
-    seconds = n * _UNITS[unit][1]
     name = f"odin-{loop}"
+    every_text = f"every {n} {_UNITS[unit][0]}(s)" if unit != "d" else ("every day" if n == 1 else "every week")
     return "\n".join([
-        f"# crontab line (add it with `crontab -e`): every {n} {_UNITS[unit][0]}(s)",
-        f"{cron_schedule(n, unit)} {command} >> {log} 2>&1",
+        f"# crontab line (add it with `crontab -e`): {every_text}; the API key is read from {ENV_FILE}",
+        _cron_text(f"{cron_schedule(n, unit)} set -a; . \"{ENV_FILE}\"; set +a; cd {shlex.quote(str(project))} "
+                   f"&& {run} >> {log} 2>&1"),
         "",
         f"# systemd: ~/.config/systemd/user/{name}.service",
         "[Unit]",
@@ -133,23 +151,23 @@ def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) ->
         "[Service]",
         "Type=oneshot",
         f"WorkingDirectory={project}",
-        "# the API key comes from the environment file, never from this unit",
-        f"EnvironmentFile=-%h/.config/odin-magic/env",
-        f"ExecStart={shlex.quote(odin)} run {shlex.quote(loop)} --task {shlex.quote(task)} --unattended",
+        "# the API key comes from this file (ANTHROPIC_API_KEY=...), never from the unit",
+        "EnvironmentFile=-%h/.config/odin-magic/env",
+        f"ExecStart={_systemd_text(run)}",
         "",
         f"# systemd: ~/.config/systemd/user/{name}.timer  (then: systemctl --user enable --now {name}.timer)",
         "[Unit]",
-        f"Description=Run odin loop {loop} every {n}{unit}",
+        f"Description=Run odin loop {loop} {every_text}",
         "",
         "[Timer]",
-        f"OnBootSec=5min",
-        f"OnUnitActiveSec={seconds}s",
+        f"OnCalendar={on_calendar(n, unit)}",
         "Persistent=true",
         "",
         "[Install]",
         "WantedBy=timers.target",
         "",
-        "# exit codes: 0 done, 3 blocked or would wait for a person (report written), 1 failed, 2 usage error",
+        "# exit codes: 0 done; 3 blocked, waiting for a person, or the last run still active (report written);",
+        "# 1 failed; 2 usage error",
     ]) + "\n"
 
 

@@ -60,7 +60,14 @@ def edit_checker(commands: list[GateCommand], project_dir: Path, env: dict[str, 
             return False, f"timed out after {command.timeout:g} s"
         return ev.ok, (ev.stderr_tail.strip() or ev.stdout_tail.strip() or f"exit {ev.exit_code}")
 
-    return lambda path, shown: check_edit(path, shown, commands, run)
+    project = Path(project_dir).resolve()
+
+    def check(path: Path, shown: str) -> list[EditCheck]:
+        real = path.resolve()
+        in_project = real.is_relative_to(project) and ".odin-loop" not in real.relative_to(project).parts
+        return check_edit(path, shown, commands if in_project else [], run)  # post_edit is for project files
+
+    return check
 
 
 def describe_call(name: str, args: dict[str, Any]) -> str:
@@ -219,6 +226,7 @@ class RoleToolbox:
         self.edit_checks.extend(checks)
         message = failure_message(checks)
         if message is not None:
+            message = redact(message)  # a command's output may print a secret
             if self._on_error is not None:
                 self._on_error(message.splitlines()[0][:300])
             raise ToolError(message)
