@@ -816,7 +816,7 @@ class Engine:
         done_check = None
         finishing = not stepping or stage.gate.pauses or bool(outcome.risky)  # a stepped pause is approved to done
         if outcome.passed and finishing and s.loop.next_stage_id(stage.id) is None:
-            done_check = self._check_done(s, stage, run_commands, judge_job, sink, env)
+            done_check = self._check_done(s, stage, run_commands, judge_job, sink, env, on_command)
             outcome.completion = done_check.to_dict()
             if self._add_usage(s, stage.id, done_check.judge_usage):
                 return
@@ -859,7 +859,7 @@ class Engine:
             outcome.passed, outcome.reason = False, report.reason()
 
     def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge_job, sink,
-                    env: dict[str, str]) -> completion.CompletionReport:
+                    env: dict[str, str], on_command) -> completion.CompletionReport:
         """Before the run may end: its acceptance criteria and the project's suite (see completion)."""
         code = completion.code_stage(s.loop, stage.id)
         code_artifacts = placements(code.produces, self.project_dir, s.handle.run_dir, code.id) if code else {}
@@ -870,8 +870,7 @@ class Engine:
 
         def run(command):
             ev = gates.run_command(command, self.project_dir, env)
-            self._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
-                       data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
+            on_command(ev)  # shown like the gate's own commands
             return ev
 
         try:
