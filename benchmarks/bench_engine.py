@@ -265,7 +265,20 @@ def langgraph_version() -> str | None:
 # -- a kernel ----------------------------------------------------------------------------------
 
 
-def kernel_latency(cells: int = 30) -> dict:
+KERNEL_STAND_IN = """\
+import odin_magic.magics as _odin_magics
+
+class _NoCheckpoints:
+    def snapshot(self): return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    def exists(self, checkpoint): return True
+    def changes(self, before, after): return []
+    def restore(self, checkpoint): return []
+
+_odin_magics.ENGINE_SETUP.append(lambda engine, magics: setattr(engine, "_checkpoints", _NoCheckpoints()))
+"""
+
+
+def kernel_latency(cells: int = 30, git_checkpoints: bool = False) -> dict:
     """A `1+1` cell's round trip in a real kernel: idle, then while a dry run with widgets and charts drives."""
     from jupyter_client.manager import start_new_kernel
 
@@ -293,6 +306,8 @@ def kernel_latency(cells: int = 30) -> dict:
         km, kc = start_new_kernel(kernel_name="python3", cwd=str(project))
         try:
             run(kc, "%load_ext odin_magic\n%config OdinMagics.charts = True")
+            if not git_checkpoints:
+                run(kc, KERNEL_STAND_IN)
             for _ in range(3):
                 run(kc, "1+1")
             idle = [run(kc, "1+1") for _ in range(cells)]
@@ -384,8 +399,9 @@ def main() -> None:
                       f"{delta['median_ms']:>8.3f}ms p90 {delta['p90_ms']:>7.3f}  {r['median_ms']:>7.3f}ms")
 
     if not args.no_kernel:
-        k = kernel_latency()
+        k = kernel_latency(git_checkpoints=args.git_checkpoints)
         print(f"\nkernel: `1+1` idle {k['idle_ms']:.1f} ms; during a dry run with the live view and charts "
+              f"({'git checkpoints' if args.git_checkpoints else 'checkpoints: the stand-in'}) "
               f"{k['busy_ms']:.1f} ms (p90 {k['busy_p90_ms']:.1f} ms), x{k['busy_ms'] / k['idle_ms']:.2f}; "
               f"the run meanwhile appended {k['records_per_s']:.0f} records/s")
     print("\n" + TARGETS)

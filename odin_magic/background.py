@@ -148,16 +148,25 @@ class Coalescer:
         self._served = 0  # requests already covered by a run of work
         self._thread: threading.Thread | None = None
         self._last = float("-inf")  # time.monotonic() when work last started
+        self._closed = False
 
     def request(self, now: bool = False) -> None:
         """Ask for a run of ``work``; ``now``: without waiting for the interval (e.g. at the end of a drive)."""
         with self._cond:
+            if self._closed:
+                return
             self._asked += 1
             if now:
                 self._last = float("-inf")
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """No more work: the thread ends (a request already waiting is dropped)."""
+        with self._cond:
+            self._closed = True
             self._cond.notify_all()
 
     def settle(self, timeout: float | None = None) -> bool:
@@ -171,9 +180,14 @@ class Coalescer:
 
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._asked > self._served)
-                while (delay := self._last + self.interval - time.monotonic()) > 0:
+                self._cond.wait_for(lambda: self._asked > self._served or self._closed)
+                while not self._closed and (delay := self._last + self.interval - time.monotonic()) > 0:
                     self._cond.wait(delay)  # a request(now=True) resets _last and wakes this
+                if self._closed:
+                    self._served = self._asked
+                    self._thread = None
+                    self._cond.notify_all()
+                    return
                 target, self._last = self._asked, time.monotonic()
             try:
                 self._work()

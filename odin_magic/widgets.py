@@ -12,9 +12,11 @@ from __future__ import annotations
 import html
 import json
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from .background import Coalescer
 from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
                       VerdictsDisplay, command_line, html_mark, stage_checklist)
@@ -25,6 +27,7 @@ from .state import RunState, Usage
 
 PREVIEW_CHARS = 1500
 MAX_OUTPUT_ENTRIES = 400
+OUTPUT_INTERVAL = 0.25  # seconds: the worker output box is re-sent at most this often while a run drives
 VERDICT_PAGE = 20  # verdicts per page of the verdicts section: a new verdict re-renders its page only
 VERDICT_PAGES = 5  # pages the section keeps (the latest 100 verdicts); earlier ones are counted, not shown
 
@@ -344,6 +347,9 @@ class RunView:
         self.progress_label = w.Label()
         self.usage = w.Label("tokens 0, cost $0.0000")
         self.output = w.Output(layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #ddd"))
+        self._out: deque[tuple[str, str]] = deque()  # (stream name, text): what the Output widget shows
+        self._out_trimmed = 0  # pieces dropped from the front
+        self._out_sender = Coalescer(self._send_output, interval=OUTPUT_INTERVAL, name="odin-view-output")
         self.verdict_pages = VerdictPages()
         self.verdicts_box = self.verdict_pages.box
         self._verdicts_known = False  # the run's earlier verdicts are counted (read when the section opens)
@@ -422,6 +428,7 @@ class RunView:
     def show_state(self, state: RunState) -> None:
         """Redraw everything from a RunState (at start, and after each drive call)."""
         with self._lock:
+            self._send_output()  # what the drive wrote, all of it, before the pause or the end shows
             self._load_verdicts(state)
             self.state = state
             self._marks = {row.stage: row.mark for row in stage_checklist(state, self.loop)}
@@ -559,24 +566,38 @@ class RunView:
     def show_error(self, message: str) -> None:
         with self._lock:
             self.status_line.value = f"<span style='color:#c33'>{html.escape(message)}</span>"
+            self._send_output()
 
     def append_stderr(self, text: str) -> None:
         self._append("stderr", text)
+        self._send_output()
 
     def _append(self, name: str, text: str) -> None:
-        """Append to the run's Output widget, keeping it bounded (each append re-sends its whole state)."""
+        """Add to the run's worker output: kept here (the latest MAX_OUTPUT_ENTRIES pieces) and sent to the
+        Output widget at most every OUTPUT_INTERVAL seconds, off the caller's thread (each send carries the
+        whole box, so a run's many small pieces are sent a few times a second, not one by one)."""
         with self._lock:
-            outputs = self.output.outputs
-            if len(outputs) >= MAX_OUTPUT_ENTRIES:
-                kept = outputs[-(MAX_OUTPUT_ENTRIES // 2):]
-                earlier = len(outputs) - len(kept)
-                note = {"output_type": "stream", "name": "stdout",
-                        "text": f"… {earlier} earlier lines trimmed (the run's events.jsonl and evidence keep everything)\n"}
-                self.output.outputs = (note,) + tuple(kept)
-            if name == "stderr":
-                self.output.append_stderr(text)
-            else:
-                self.output.append_stdout(text)
+            if len(self._out) >= MAX_OUTPUT_ENTRIES:
+                self._out.popleft()
+                self._out_trimmed += 1
+            self._out.append((name, text))
+        self._out_sender.request()
+
+    def _send_output(self) -> None:
+        """Put the kept output into the Output widget: consecutive pieces of a stream in one entry."""
+        with self._lock:
+            entries: list[dict] = []
+            if self._out_trimmed:
+                entries.append({"output_type": "stream", "name": "stdout", "text":
+                                f"… {self._out_trimmed} earlier pieces trimmed "
+                                "(the run's events.jsonl and evidence keep everything)\n"})
+            for name, text in self._out:
+                if len(entries) > (1 if self._out_trimmed else 0) and entries[-1]["name"] == name:
+                    entries[-1]["text"] += text
+                else:
+                    entries.append({"output_type": "stream", "name": name, "text": text})
+            if tuple(entries) != self.output.outputs:
+                self.output.outputs = tuple(entries)
 
     def retire(self) -> None:
         """A newer view took over (a later cell): stop offering buttons here."""
@@ -589,6 +610,8 @@ class RunView:
             for b in getattr(self.answer_panel, "buttons", []):
                 b.disabled = True
             self.status_line.value = "<span style='color:#777'>continued in a later cell</span>"
+            self._send_output()
+        self._out_sender.close()
 
 
 class TextRunView:
