@@ -7,7 +7,8 @@ by default) to show whether the cost grows with the history's length. Prints:
 
 * median and p90 per transition at each size, bytes written per transition
   (``wchar`` of /proc/self/io: every write() the engine makes) and the peak
-  memory of the process (each size runs in its own process);
+  memory (VmHWM) of a fresh process that resumes the run (its history built
+  beforehand by another process) and drives it;
 * the floor: one appended, fsync'd record, measured here and now;
 * the same chain on LangGraph + SqliteSaver (``durability="sync"``), with a
   plain list reducer and with its DeltaChannel, when langgraph and
@@ -123,25 +124,42 @@ def grow_history(store, run_id: str, n: int) -> None:
     handle.close()  # and saves state.json
 
 
-def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dict:
-    """One size, in this process (run by --one in a fresh process so that peak memory is per size)."""
+def prepare_run(project: Path, history: int, transitions: int) -> float:
+    """A project with a dry run of the bench loop stopped at its start, given ``history`` entries
+    (run by --prepare in a process of its own: building the history is not the run's memory)."""
     from odin_magic.engine import Engine
     from odin_magic.state import DryOptions
     from odin_magic.store import RunStore
 
+    write_project(project)
+    script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
+    engine = Engine(project)
+    engine._checkpoints = NoCheckpoints()
+    engine.listener = lambda e: e.kind == "run_started" and engine.request_stop()
+    state = engine.start("bench", "benchmark", dry=DryOptions(gates=script))
+    t0 = time.perf_counter()
+    grow_history(RunStore(project), state.run_id, history)
+    return time.perf_counter() - t0
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) / 1024
+
+
+def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dict:
+    """One size: a fresh process (this one) resumes the prepared run and drives ``transitions`` transitions."""
     with tempfile.TemporaryDirectory(prefix="odin-bench-") as tmp:
         project = Path(tmp)
-        write_project(project)
-        script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
+        grow_s = _child(["--prepare", f"{tmp}:{history}", "--transitions", str(transitions)])["grow_s"]
+        from odin_magic.engine import Engine
+        from odin_magic.store import RunStore
+
         engine = Engine(project)
         if not git_checkpoints:
             engine._checkpoints = NoCheckpoints()
-        engine.listener = lambda e: e.kind == "run_started" and engine.request_stop()
-        state = engine.start("bench", "benchmark", dry=DryOptions(gates=script))
         store = RunStore(project)
-        t0 = time.perf_counter()
-        grow_history(store, state.run_id, history)
-        grow_s = time.perf_counter() - t0
+        run_id = store.run_ids()[-1]  # the run's state is loaded by the engine alone
 
         stamps: list[float] = []
         wchar: list[int] = []
@@ -161,14 +179,15 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
         # bytes between the first and the last gate: periodic state.json refreshes included, the refresh
         # at the end of the drive (a stop) not: that one is per drive, not per transition
         written = (wchar[-1] - wchar[1]) / max(1, len(wchar) - 2)
-        run_dir = store.run_dir(state.run_id)
+        peak_mb = _peak_rss_mb()  # the drive's process: resuming, driving, the final state.json
+        run_dir = store.run_dir(run_id)
         t0 = time.perf_counter()
-        store.load(state.run_id)
+        store.load(run_id)
         load_s = time.perf_counter() - t0
         return {
             "history": history, "n": len(gaps), "median_ms": statistics.median(gaps) * 1000,
             "p90_ms": _pct(gaps, 0.9) * 1000, "bytes_per_transition": written,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_mb": peak_mb,
             "state_kb": (run_dir / "state.json").stat().st_size / 1024, "load_ms": load_s * 1000, "grow_s": grow_s,
         }
 
@@ -354,7 +373,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="each size is measured this many times, interleaved "
                         "with the others (the machine's load changes): the round with the median median is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, lg:N, lgdelta:N (a child process)
+    parser.add_argument("--prepare", help=argparse.SUPPRESS)  # DIR:N (a child process)
     args = parser.parse_args()
+    if args.prepare:
+        where, n = args.prepare.rsplit(":", 1)
+        print(json.dumps({"grow_s": prepare_run(Path(where), int(n), args.transitions)}))
+        return
     if args.one:
         kind, n = args.one.split(":")
         if kind == "engine":
