@@ -13,6 +13,8 @@ by default) to show whether the cost grows with the history's length. Prints:
 * the same chain on LangGraph + SqliteSaver (``durability="sync"``), with a
   plain list reducer and with its DeltaChannel, when langgraph and
   langgraph-checkpoint-sqlite are installed (they are not dependencies);
+* start-up: ``odin --help`` against a bare interpreter, ``%load_ext
+  odin_magic`` in a fresh kernel against a bare cell;
 * a ``1+1`` cell's latency in a real kernel, idle and while a dry run with
   the live view and charts on drives in the background.
 
@@ -58,7 +60,7 @@ stages:
     gate: {mode: ai, check: the report is green, on_fail: build}
 """
 
-TARGETS = ("targets: <= 0.7 ms median on ext4; <= 1.2x growth 10 -> 100,000; <= 2 KB written per transition; "
+TARGETS = ("targets: odin --help and %load_ext <= 100 ms over bare; <= 0.7 ms median on ext4; <= 1.2x growth 10 -> 100,000; <= 2 KB written per transition; "
            "<= 150 MB peak at 100,000; faster than both LangGraph variants; 1+1 during a run <= 1.3x idle")
 
 
@@ -353,6 +355,34 @@ def kernel_latency(cells: int = 30, git_checkpoints: bool = False) -> dict:
             "busy_p90_ms": _pct(busy, 0.9) * 1000, "records_per_s": rate}
 
 
+def startup(runs: int = 10) -> dict:
+    """`odin --help` against a bare interpreter, and `%load_ext odin_magic` in a fresh kernel against a bare
+    cell there (issue 14: each at most 100 ms more), measured side by side."""
+    from jupyter_client.manager import start_new_kernel
+
+    odin = str(Path(sys.executable).with_name("odin"))
+    bare, helped = [], []
+    for _ in range(runs):
+        for cmd, out in (([sys.executable, "-c", "pass"], bare), ([odin, "--help"], helped)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            out.append(time.perf_counter() - t0)
+    cell, ext = [], []
+    for _ in range(3):
+        km, kc = start_new_kernel(kernel_name="python3")
+        try:
+            for code, out in (("pass", cell), ("%load_ext odin_magic", ext)):
+                t0 = time.perf_counter()
+                reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
+                out.append(time.perf_counter() - t0)
+                assert reply["content"]["status"] == "ok", reply["content"]
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    ms = lambda xs: statistics.median(xs) * 1000  # noqa: E731
+    return {"bare_ms": ms(bare), "help_ms": ms(helped), "cell_ms": ms(cell), "load_ext_ms": ms(ext)}
+
+
 # -- the report ------------------------------------------------------------------------------
 
 
@@ -423,6 +453,11 @@ def main() -> None:
                       f"{delta['median_ms']:>8.3f}ms p90 {delta['p90_ms']:>7.3f}  {r['median_ms']:>7.3f}ms")
 
     if not args.no_kernel:
+        st = startup()
+        print(f"\nstart-up: `odin --help` {st['help_ms']:.0f} ms against a bare interpreter's {st['bare_ms']:.0f} ms "
+              f"(+{st['help_ms'] - st['bare_ms']:.0f} ms); `%load_ext odin_magic` in a fresh kernel "
+              f"{st['load_ext_ms']:.0f} ms against a bare cell's {st['cell_ms']:.0f} ms "
+              f"(+{st['load_ext_ms'] - st['cell_ms']:.0f} ms)")
         k = kernel_latency(git_checkpoints=args.git_checkpoints)
         print(f"\nkernel: `1+1` idle {k['idle_ms']:.1f} ms; during a dry run with the live view and charts "
               f"({'git checkpoints' if args.git_checkpoints else 'checkpoints: the stand-in'}) "
