@@ -7,11 +7,14 @@ by default) to show whether the cost grows with the history's length. Prints:
 
 * median and p90 per transition at each size, bytes written per transition
   (``wchar`` of /proc/self/io: every write() the engine makes) and the peak
-  memory of the process (each size runs in its own process);
+  memory (VmHWM) of a fresh process that resumes the run (its history built
+  beforehand by another process) and drives it;
 * the floor: one appended, fsync'd record, measured here and now;
 * the same chain on LangGraph + SqliteSaver (``durability="sync"``), with a
   plain list reducer and with its DeltaChannel, when langgraph and
   langgraph-checkpoint-sqlite are installed (they are not dependencies);
+* start-up: ``odin --help`` against a bare interpreter, ``%load_ext
+  odin_magic`` in a fresh kernel against a bare cell;
 * a ``1+1`` cell's latency in a real kernel, idle and while a dry run with
   the live view and charts on drives in the background.
 
@@ -57,7 +60,7 @@ stages:
     gate: {mode: ai, check: the report is green, on_fail: build}
 """
 
-TARGETS = ("targets: <= 0.7 ms median on ext4; <= 1.2x growth 10 -> 100,000; <= 2 KB written per transition; "
+TARGETS = ("targets: odin --help and %load_ext <= 100 ms over bare; <= 0.7 ms median on ext4; <= 1.2x growth 10 -> 100,000; <= 2 KB written per transition; "
            "<= 150 MB peak at 100,000; faster than both LangGraph variants; 1+1 during a run <= 1.3x idle")
 
 
@@ -123,25 +126,42 @@ def grow_history(store, run_id: str, n: int) -> None:
     handle.close()  # and saves state.json
 
 
-def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dict:
-    """One size, in this process (run by --one in a fresh process so that peak memory is per size)."""
+def prepare_run(project: Path, history: int, transitions: int) -> float:
+    """A project with a dry run of the bench loop stopped at its start, given ``history`` entries
+    (run by --prepare in a process of its own: building the history is not the run's memory)."""
     from odin_magic.engine import Engine
     from odin_magic.state import DryOptions
     from odin_magic.store import RunStore
 
+    write_project(project)
+    script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
+    engine = Engine(project)
+    engine._checkpoints = NoCheckpoints()
+    engine.listener = lambda e: e.kind == "run_started" and engine.request_stop()
+    state = engine.start("bench", "benchmark", dry=DryOptions(gates=script))
+    t0 = time.perf_counter()
+    grow_history(RunStore(project), state.run_id, history)
+    return time.perf_counter() - t0
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) / 1024
+
+
+def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dict:
+    """One size: a fresh process (this one) resumes the prepared run and drives ``transitions`` transitions."""
     with tempfile.TemporaryDirectory(prefix="odin-bench-") as tmp:
         project = Path(tmp)
-        write_project(project)
-        script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
+        grow_s = _child(["--prepare", f"{tmp}:{history}", "--transitions", str(transitions)])["grow_s"]
+        from odin_magic.engine import Engine
+        from odin_magic.store import RunStore
+
         engine = Engine(project)
         if not git_checkpoints:
             engine._checkpoints = NoCheckpoints()
-        engine.listener = lambda e: e.kind == "run_started" and engine.request_stop()
-        state = engine.start("bench", "benchmark", dry=DryOptions(gates=script))
         store = RunStore(project)
-        t0 = time.perf_counter()
-        grow_history(store, state.run_id, history)
-        grow_s = time.perf_counter() - t0
+        run_id = store.run_ids()[-1]  # the run's state is loaded by the engine alone
 
         stamps: list[float] = []
         wchar: list[int] = []
@@ -161,14 +181,15 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
         # bytes between the first and the last gate: periodic state.json refreshes included, the refresh
         # at the end of the drive (a stop) not: that one is per drive, not per transition
         written = (wchar[-1] - wchar[1]) / max(1, len(wchar) - 2)
-        run_dir = store.run_dir(state.run_id)
+        peak_mb = _peak_rss_mb()  # the drive's process: resuming, driving, the final state.json
+        run_dir = store.run_dir(run_id)
         t0 = time.perf_counter()
-        store.load(state.run_id)
+        store.load(run_id)
         load_s = time.perf_counter() - t0
         return {
             "history": history, "n": len(gaps), "median_ms": statistics.median(gaps) * 1000,
             "p90_ms": _pct(gaps, 0.9) * 1000, "bytes_per_transition": written,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_mb": peak_mb,
             "state_kb": (run_dir / "state.json").stat().st_size / 1024, "load_ms": load_s * 1000, "grow_s": grow_s,
         }
 
@@ -334,6 +355,34 @@ def kernel_latency(cells: int = 30, git_checkpoints: bool = False) -> dict:
             "busy_p90_ms": _pct(busy, 0.9) * 1000, "records_per_s": rate}
 
 
+def startup(runs: int = 10) -> dict:
+    """`odin --help` against a bare interpreter, and `%load_ext odin_magic` in a fresh kernel against a bare
+    cell there (issue 14: each at most 100 ms more), measured side by side."""
+    from jupyter_client.manager import start_new_kernel
+
+    odin = str(Path(sys.executable).with_name("odin"))
+    bare, helped = [], []
+    for _ in range(runs):
+        for cmd, out in (([sys.executable, "-c", "pass"], bare), ([odin, "--help"], helped)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            out.append(time.perf_counter() - t0)
+    cell, ext = [], []
+    for _ in range(3):
+        km, kc = start_new_kernel(kernel_name="python3")
+        try:
+            for code, out in (("pass", cell), ("%load_ext odin_magic", ext)):
+                t0 = time.perf_counter()
+                reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
+                out.append(time.perf_counter() - t0)
+                assert reply["content"]["status"] == "ok", reply["content"]
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    ms = lambda xs: statistics.median(xs) * 1000  # noqa: E731
+    return {"bare_ms": ms(bare), "help_ms": ms(helped), "cell_ms": ms(cell), "load_ext_ms": ms(ext)}
+
+
 # -- the report ------------------------------------------------------------------------------
 
 
@@ -354,7 +403,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="each size is measured this many times, interleaved "
                         "with the others (the machine's load changes): the round with the median median is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, lg:N, lgdelta:N (a child process)
+    parser.add_argument("--prepare", help=argparse.SUPPRESS)  # DIR:N (a child process)
     args = parser.parse_args()
+    if args.prepare:
+        where, n = args.prepare.rsplit(":", 1)
+        print(json.dumps({"grow_s": prepare_run(Path(where), int(n), args.transitions)}))
+        return
     if args.one:
         kind, n = args.one.split(":")
         if kind == "engine":
@@ -399,6 +453,11 @@ def main() -> None:
                       f"{delta['median_ms']:>8.3f}ms p90 {delta['p90_ms']:>7.3f}  {r['median_ms']:>7.3f}ms")
 
     if not args.no_kernel:
+        st = startup()
+        print(f"\nstart-up: `odin --help` {st['help_ms']:.0f} ms against a bare interpreter's {st['bare_ms']:.0f} ms "
+              f"(+{st['help_ms'] - st['bare_ms']:.0f} ms); `%load_ext odin_magic` in a fresh kernel "
+              f"{st['load_ext_ms']:.0f} ms against a bare cell's {st['cell_ms']:.0f} ms "
+              f"(+{st['load_ext_ms'] - st['cell_ms']:.0f} ms)")
         k = kernel_latency(git_checkpoints=args.git_checkpoints)
         print(f"\nkernel: `1+1` idle {k['idle_ms']:.1f} ms; during a dry run with the live view and charts "
               f"({'git checkpoints' if args.git_checkpoints else 'checkpoints: the stand-in'}) "

@@ -80,7 +80,7 @@ _MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpo
 #: log has grown by at least state.json's size since the last refresh (so that
 #: rewriting state.json never costs more bytes than the log itself: constant
 #: per transition, however long the history).
-REFRESH_RECORDS = 200
+REFRESH_RECORDS = 1000
 REFRESH_SECONDS = 2.0
 
 
