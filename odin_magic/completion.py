@@ -64,6 +64,7 @@ class CompletionReport:
     manifest: str = ""  # what became of the manifest: "acceptance.yaml: 3 criteria", "no acceptance.yaml", ...
     problems: list[tuple[str, str]] = field(default_factory=list)
     judge_usage: Usage = field(default_factory=Usage)
+    code_stage: str | None = None  # where a failure sends the run (the stage whose work is judged)
 
     @property
     def failing_p0(self) -> list[CriterionResult]:
@@ -106,6 +107,7 @@ class CompletionReport:
             "criteria": [asdict(c) for c in self.criteria],
             "regression": self.regression.to_dict() if self.regression else None,
             "problems": [{"what": w, "fix": f} for w, f in self.problems],
+            "code_stage": self.code_stage,
         }
 
     def lines(self) -> list[str]:
@@ -210,27 +212,51 @@ def check_regression(loop: Loop, project_dir: Path, run: CommandRunner | None, r
 
 
 def verify_completion(loop: Loop, run_dir: Path, project_dir: Path, run: CommandRunner | None,
-                      judge: CriterionJudge, dry: bool = False) -> CompletionReport:
+                      judge: CriterionJudge, code: Stage | None, dry: bool = False) -> CompletionReport:
     """Check the run's acceptance criteria and the project's suite (see the module docstring);
     ``run`` None (a dry run that runs no command) skips every command and reports it skipped.
-    A loop none of whose stages writes into the project (a spec-only loop) has no code to verify."""
-    report = CompletionReport()
-    if code_stage(loop) is None:
-        report.manifest = "no stage of this loop writes into the project: there is no code to verify"
+    ``code`` is the stage a failure goes back to (:func:`code_stage`); without one (a spec-only loop,
+    a run that changed nothing of the project) there is no code to verify."""
+    report = CompletionReport(code_stage=code.id if code is not None else None)
+    if code is None:
+        report.manifest = "no stage of this run changed the project: there is no code to verify"
         return report
     check_manifest(loop, run_dir, run, judge, report, dry)
     check_regression(loop, project_dir, run, report)
     return report
 
 
-def code_stage(loop: Loop, upto: str | None = None) -> Stage | None:
-    """The last stage (at or before ``upto``) that produces code: an executor stage that writes into the
-    project tree, else any stage that does; None when no stage writes into the project (nothing to verify)."""
+def changed_stages(run_dir: Path, history: list, look_back: int = 50) -> list[str]:
+    """Stage ids, oldest first, whose recent executions changed files of the project (their evidence's
+    ``changes``, from the checkpoints); the run's own notebooks do not count."""
+    import json
+
+    out = []
+    for entry in history[-look_back:]:
+        if not entry.evidence or entry.gate == "approved":
+            continue
+        try:
+            changes = json.loads((Path(run_dir) / entry.evidence).read_text(encoding="utf-8")).get("changes") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        if any(isinstance(c, dict) and not str(c.get("path", "")).endswith(".ipynb") for c in changes):
+            out.append(entry.stage)
+    return out
+
+
+def code_stage(loop: Loop, upto: str | None = None, changed: list[str] | None = None) -> Stage | None:
+    """The stage whose work the checks before done judge: the last stage (at or before ``upto``) that
+    actually changed the project (``changed``, from the checkpoints), else the last executor stage that
+    declares a project-tree artifact, else any stage that does; None when nothing writes the project."""
     from .artifacts import in_run_dir
 
     stages = loop.stages
     if upto is not None:
         stages = stages[: loop.stage_ids().index(upto) + 1]
+    ids = {s.id for s in stages}
+    for sid in reversed(changed or []):
+        if sid in ids:
+            return loop.stage(sid)
     writers = [s for s in stages if any(not in_run_dir(p) for p in s.produces)]
     executors = [s for s in writers if s.resolved_agent.role == "executor"]
     return (executors or writers or [None])[-1]
@@ -276,4 +302,5 @@ def from_dict(data: dict) -> CompletionReport:
         if reg else None,
         manifest=data.get("manifest") or "",
         problems=[(p.get("what", ""), p.get("fix", "")) for p in data.get("problems") or []],
+        code_stage=data.get("code_stage"),
     )

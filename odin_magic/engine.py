@@ -816,7 +816,8 @@ class Engine:
         done_check = None
         finishing = not stepping or stage.gate.pauses or bool(outcome.risky)  # a stepped pause is approved to done
         if outcome.passed and finishing and s.loop.next_stage_id(stage.id) is None:
-            done_check = self._check_done(s, stage, run_commands, judge_job, sink, env, on_command)
+            done_check = self._check_done(s, stage, run_commands, judge_job, sink, env, on_command,
+                                          outcome_changed=any(not c["path"].endswith(".ipynb") for c in outcome.changes))
             outcome.completion = done_check.to_dict()
             if self._add_usage(s, stage.id, done_check.judge_usage):
                 return
@@ -828,7 +829,9 @@ class Engine:
             for entry, p in produces.items() if p.exists()
         }
         not_done = done_check is not None and not done_check.passed
-        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, ckpt, hold=not_done)
+        self._record_gate(s, stage, outcome, evidence, produced, stepping, at, ckpt,
+                          hold_at=done_check.code_stage if not_done and not done_check.environment else
+                          stage.id if not_done else None)
         if not_done:
             self._record_not_done(s, stage, done_check, evidence, at)
 
@@ -859,9 +862,10 @@ class Engine:
             outcome.passed, outcome.reason = False, report.reason()
 
     def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge_job, sink,
-                    env: dict[str, str], on_command) -> completion.CompletionReport:
+                    env: dict[str, str], on_command, outcome_changed: bool) -> completion.CompletionReport:
         """Before the run may end: its acceptance criteria and the project's suite (see completion)."""
-        code = completion.code_stage(s.loop, stage.id)
+        changed = completion.changed_stages(s.handle.run_dir, s.state.history)
+        code = completion.code_stage(s.loop, stage.id, changed + ([stage.id] if outcome_changed else []))
         code_artifacts = placements(code.produces, self.project_dir, s.handle.run_dir, code.id) if code else {}
 
         def criterion_job(synthetic: Stage) -> JudgeJob:
@@ -876,7 +880,7 @@ class Engine:
         try:
             report = completion.verify_completion(  # criteria are judged by the worker's judge, never an interview's
                 s.loop, s.handle.run_dir, self.project_dir, run if run_commands else None,
-                completion.criterion_judge(s.worker, criterion_job, sink), dry=s.state.dry is not None)
+                completion.criterion_judge(s.worker, criterion_job, sink), code, dry=s.state.dry is not None)
         except WorkerError as exc:
             self._add_usage(s, stage.id, exc.usage)
             self._emit("stopped", s.state, stage=stage.id, text=f"an acceptance criterion could not be judged: {exc}")
@@ -895,7 +899,7 @@ class Engine:
                                                              "current_stage": stage.id})
             self._announce_block(s)
             return
-        code = completion.code_stage(s.loop, stage.id)
+        code = s.loop.stage(report.code_stage)
         failure = gates.GateOutcome(False, "before done: " + (report.reason() or "not verified"))
         self._record_gate(s, code, failure, evidence, {}, False, at)
 
@@ -935,13 +939,14 @@ class Engine:
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
                      evidence: gates.EvidenceFile, produced: dict[str, str], stepping: bool, at: str,
-                     ckpt: StageCheckpoint | None = None, hold: bool = False) -> None:
-        """Record a gate outcome and where it sends the run; ``hold``: a pass that neither pauses nor
-        ends the run (the checks before done failed, and the next record says where it goes)."""
+                     ckpt: StageCheckpoint | None = None, hold_at: str | None = None) -> None:
+        """Record a gate outcome and where it sends the run; ``hold_at``: a pass that neither pauses nor
+        ends the run (the checks before done failed): it waits at that stage, and the next record says why
+        (a crash before it resumes there, at the stage whose work the checks send it back to)."""
         st = s.state
         passed, reason = outcome.passed, outcome.reason
         pauses = stage.gate.pauses or bool(outcome.risky)  # a risky change needs a human's sign-off
-        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses and not hold else "ai", at)
+        entry = _history_entry(stage, "pass" if passed else "fail", "ai-pending" if pauses and not hold_at else "ai", at)
         if not passed:
             entry["reason"] = reason
         entry["evidence"] = evidence.path
@@ -959,9 +964,8 @@ class Engine:
                 changes["no_progress"] = 0
             if routing.streak_after_pass(st.repeats, stage.id):
                 changes["repeats"] = None
-            if hold:  # the checks before done failed: the next record says why; a crash before it resumes
-                code = completion.code_stage(s.loop, stage.id)  # at the stage whose work they send it back to
-                changes["current_stage"] = code.id if code is not None else stage.id
+            if hold_at:
+                changes["current_stage"] = hold_at
             elif pauses:
                 changes.update(status="awaiting_approval", current_stage=stage.id)
             elif stepping:

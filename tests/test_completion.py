@@ -259,7 +259,7 @@ def test_a_loop_that_writes_no_code_has_nothing_to_verify(project: Path, fake: F
     state = Engine(project, worker=worker_for(fake)).start("spec-only", "specify")
 
     assert state.status == "done"
-    assert evidence(project, state)["completion"]["manifest"].startswith("no stage of this loop writes into the project")
+    assert evidence(project, state)["completion"]["manifest"].startswith("no stage of this run changed the project")
 
 
 def test_a_stepped_last_stage_is_checked_before_its_approval_can_end_the_run(project: Path, write_loop):
@@ -305,3 +305,44 @@ def test_an_unattended_stage_its_worker_cannot_complete_blocks_with_a_report(pro
     write_file(fake, "plan.md", "# plan\n")  # a person's `odin run` retries the stage, then the run goes on
     write_file(fake, "src/calc.py", RIGHT)
     assert Engine(project, worker=worker_for(fake)).run().status == "done"
+
+
+def test_the_checks_judge_the_stage_that_changed_the_project_not_the_one_that_declared_it(
+        project: Path, fake: FakeMessages, write_loop):
+    """An executor that edits code while declaring only its notes (bugfix's fix, keep-green's repair):
+    the checkpoints say it changed the project, so a failure before done goes back to it."""
+    write_loop("""
+        name: repair
+        max_iterations: 3
+        stages:
+          - id: repair
+            agent: executor
+            produces: [repair-notes.md]
+            gate: {mode: ai, check: the notes map each change}
+          - id: review
+            agent: reviewer
+            consumes: [repair-notes.md]
+            produces: [review.md]
+            gate: {mode: ai, check: no blocking finding}
+    """)
+    (project / "tests").mkdir()
+    (project / "tests" / "test_calc.py").write_text(
+        "import sys, pathlib\nsys.path.insert(0, str(pathlib.Path(__file__).parent.parent / 'src'))\n"
+        "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    fake.tool("write", {"file_path": "src/calc.py", "content": WRONG})
+    in_run_dir(fake, "repair-notes.md", "changed add")
+    fake.reply("done")
+    fake.verdict(passed=True)
+    write_file(fake, "review.md", "fine")
+    fake.tool("write", {"file_path": "src/calc.py", "content": RIGHT})
+    in_run_dir(fake, "repair-notes.md", "fixed add")
+    fake.reply("done")
+    fake.verdict(passed=True)
+    write_file(fake, "review.md", "fine")
+
+    state = Engine(project, worker=worker_for(fake)).start("repair", "repair add")
+
+    assert state.status == "done", state.failure_reason
+    failed = [h for h in state.history if h.result == "fail"]
+    assert [h.stage for h in failed] == ["repair"] and "tests/test_calc.py::test_add" in failed[0].reason
+    assert evidence(project, state)["completion"]["code_stage"] == "repair"
