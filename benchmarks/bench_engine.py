@@ -26,8 +26,9 @@ bookkeeping, so the table replaces them with a stand-in that records nothing
     .venv/bin/python benchmarks/bench_engine.py [--sizes 10,1000,10000,100000] [--transitions 300]
         [--no-langgraph] [--no-kernel] [--git-checkpoints]
 
-The 100,000-entry size takes about a minute (building the history); leave it
-out with ``--sizes 10,1000,10000``. Figures are noisy on a shared machine.
+The whole run takes about a minute on a quiet machine, LangGraph's list
+reducer at 100,000 entries most of it; ``--sizes 10,1000,10000`` leaves the
+largest size out. Figures are noisy on a shared machine.
 Prints figures; it is not a test.
 """
 
