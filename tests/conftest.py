@@ -27,6 +27,22 @@ stages:
     gate: {mode: ai, check: the tests pass, on_fail: implement}
 """
 
+#: Three ai-gated stages in a row, nothing else: the plainest path through a loop.
+LINEAR = """
+name: linear
+max_iterations: 3
+stages:
+  - id: a
+    produces: [a.md]
+    gate: {mode: ai, check: a exists}
+  - id: b
+    produces: [b.md]
+    gate: {mode: ai, check: b exists}
+  - id: c
+    produces: [c.md]
+    gate: {mode: ai, check: c exists}
+"""
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import DEMO_LOOP
+from conftest import DEMO_LOOP, LINEAR
 from odin_magic.cli import main
 from odin_magic.engine import Engine
 from odin_magic.errors import NoActiveRun, RunRefused
@@ -17,21 +17,6 @@ from odin_magic.state import DryOptions
 
 #: demo, where six identical failures in a row fail the run (not pause it as blocked: max_repeats)
 DEMO_FAILS = DEMO_LOOP.replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 10")
-
-LINEAR = """
-name: linear
-max_iterations: 3
-stages:
-  - id: a
-    produces: [a.md]
-    gate: {mode: ai, check: a exists}
-  - id: b
-    produces: [b.md]
-    gate: {mode: ai, check: b exists}
-  - id: c
-    produces: [c.md]
-    gate: {mode: ai, check: c exists}
-"""
 
 
 def odin(capsys, *args):

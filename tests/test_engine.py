@@ -9,25 +9,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from conftest import LINEAR
 from odin_magic.engine import Engine, WorkerFailed, simulate
 from odin_magic.errors import ConfigError, NoActiveRun, RunLocked, RunRefused, UsageError
 from odin_magic.state import DryOptions, Usage
 from odin_magic.workers.base import JudgeResult, StageResult, Verdict, WorkerError
-
-LINEAR = """
-name: linear
-max_iterations: 3
-stages:
-  - id: a
-    produces: [a.md]
-    gate: {mode: ai, check: a exists}
-  - id: b
-    produces: [b.md]
-    gate: {mode: ai, check: b exists}
-  - id: c
-    produces: [c.md]
-    gate: {mode: ai, check: c exists}
-"""
 
 
 def hist(state):
