@@ -1,4 +1,4 @@
-"""Loop texts the interview tests share (both are named ``talk``)."""
+"""Loop texts (both named ``talk``) and a scripted interview that the interview tests share."""
 
 # An interview stage with a challenge at round 2, then a stage that consumes its spec.
 TALK_LOOP = """
@@ -23,4 +23,17 @@ stages:
     interview: {mode: deep, challenges: []}
     produces: [spec.md, interview-log.md]
     gate: {mode: ai+human, check: the stop condition holds}
+"""
+
+
+#: A scripted interview where Ingestion never gets clear (ambiguity .50 against a .15 target): the interview goes past round 10.
+STUCK = """
+components: [Ingestion, Export]
+rounds:
+  default:
+    assessment:
+      scores:
+        Ingestion: {goal: .5, constraints: .5, criteria: .5}
+        Export: {goal: .9, constraints: .9, criteria: .9}
+      criteria: {Export: ["Given a report, when exported, then it is CSV"]}
 """

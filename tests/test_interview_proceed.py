@@ -17,19 +17,7 @@ from odin_magic.report import render_status
 from odin_magic.state import DryOptions
 from odin_magic.workers.dry import DryWorker
 
-from interview_loops import TALK_LOOP
-
-#: Ingestion never gets clear (ambiguity .50 against a .15 target): the interview goes past round 10.
-STUCK = """
-components: [Ingestion, Export]
-rounds:
-  default:
-    assessment:
-      scores:
-        Ingestion: {goal: .5, constraints: .5, criteria: .5}
-        Export: {goal: .9, constraints: .9, criteria: .9}
-      criteria: {Export: ["Given a report, when exported, then it is CSV"]}
-"""
+from interview_loops import STUCK, TALK_LOOP
 
 
 class Events(list):

@@ -6,14 +6,15 @@ import json
 import threading
 from pathlib import Path
 
-from odin_magic.manifest import validate_manifest_file
-
 import pytest
 
 from odin_magic.errors import UsageError
 from odin_magic.interview import InterviewError, InterviewSession, ScriptedInterviewModel
 from odin_magic.interview.protocol import Reply
 from odin_magic.loop import Stage
+from odin_magic.manifest import validate_manifest_file
+
+from interview_loops import STUCK
 
 
 def make_stage(**interview) -> Stage:
@@ -486,17 +487,6 @@ def test_skip_parks_an_open_question_and_moves_on(tmp_path):
 
 
 # -- caps -----------------------------------------------------------------------------
-
-STUCK = """
-components: [Ingestion, Export]
-rounds:
-  default:
-    assessment:
-      scores:
-        Ingestion: {goal: .5, constraints: .5, criteria: .5}
-        Export: {goal: .9, constraints: .9, criteria: .9}
-      criteria: {Export: ["Given a report, when exported, then it is CSV"]}
-"""
 
 
 def test_hard_cap_stops_and_turns_residual_ambiguity_into_open_questions(tmp_path):
