@@ -452,35 +452,15 @@ def propose_answers(description: str, settings, client_factory: Callable[[], Any
 
 
 async def _apropose(description: str, settings, client_factory) -> Answers:
-    import anthropic
-
-    from .workers.base import WorkerError
-    from .workers.claude import api_failure, default_client_factory
     from .workers.prompts import system_blocks
+    from .workers.structured import ask_twice
 
-    client = (client_factory or default_client_factory(settings))()
     questions = "\n".join(f"{q.number}. ({q.key}) {q.text}" for q in QUESTIONS)
-    content = f"The work: {description}\n\nThe questions:\n{questions}"
-    try:
-        for _ in (1, 2):
-            try:
-                reply = await client.messages.parse(
-                    model=settings.model, max_tokens=min(settings.max_tokens, 4096),
-                    system=system_blocks(PROPOSE_RULES), messages=[{"role": "user", "content": content}],
-                    output_format=Answers,
-                    extra_headers={"x-odin-stage": "new", "x-odin-purpose": "author", "x-odin-call": uuid.uuid4().hex},
-                )
-            except ValidationError as exc:
-                content += f"\n\nYour last answer did not fit the schema ({exc.errors()[0]['msg']}). Answer again."
-                continue
-            except anthropic.AnthropicError as exc:
-                raise OdinError(str(api_failure(exc, settings, "proposing the loop's answers")),
-                                hint="answer the questions yourself, or retry") from None
-            if reply.parsed_output is not None:
-                return reply.parsed_output
-    finally:
-        await client.close()
-    raise OdinError("the model gave no usable proposal twice", hint="answer the questions yourself (--answers FILE)")
+    return await ask_twice(
+        settings, client_factory, Answers, system=system_blocks(PROPOSE_RULES),
+        content=f"The work: {description}\n\nThe questions:\n{questions}",
+        headers={"x-odin-stage": "new", "x-odin-purpose": "author", "x-odin-call": uuid.uuid4().hex},
+        what="proposing the loop's answers", hint="answer the questions yourself (--answers FILE), or retry")
 
 
 def model_configured(settings) -> bool:

@@ -16,9 +16,8 @@ import re
 import uuid
 from typing import Any, Callable
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from .errors import OdinError
 from .loop import Loop
 from .refine import Evidence, LoopStats, _Rule
 
@@ -83,31 +82,13 @@ def model_rules(loop: Loop, text: str, stats: LoopStats, already: list[str], set
 
 
 async def _ask(loop: Loop, text: str, stats: LoopStats, already: list[str], settings, client_factory) -> ModelProposals:
-    import anthropic
-
-    from .workers.claude import api_failure, default_client_factory
     from .workers.prompts import system_blocks
+    from .workers.structured import ask_twice
 
-    client = (client_factory or default_client_factory(settings))()
     content = (f"The loop ({loop.name}.yaml):\n{text}\n\nThe aggregates of its runs (JSON):\n"
                f"{stats.model_dump_json()[:20_000]}\n\nRule-based proposals already made:\n"
                + ("\n".join(f"- {t}" for t in already) or "(none)"))
-    try:
-        for _ in (1, 2):
-            try:
-                reply = await client.messages.parse(
-                    model=settings.model, max_tokens=min(settings.max_tokens, 4096), system=system_blocks(RULES),
-                    messages=[{"role": "user", "content": content}], output_format=ModelProposals,
-                    extra_headers={"x-odin-stage": loop.name, "x-odin-purpose": "refine",
-                                   "x-odin-call": uuid.uuid4().hex},
-                )
-            except ValidationError:
-                continue
-            except anthropic.AnthropicError as exc:
-                raise OdinError(str(api_failure(exc, settings, "asking the model for refinements")),
-                                hint="run refine without --model for the rule-based proposals") from None
-            if reply.parsed_output is not None:
-                return reply.parsed_output
-    finally:
-        await client.close()
-    raise OdinError("the model gave no usable proposals twice", hint="run refine without --model")
+    return await ask_twice(
+        settings, client_factory, ModelProposals, system=system_blocks(RULES), content=content,
+        headers={"x-odin-stage": loop.name, "x-odin-purpose": "refine", "x-odin-call": uuid.uuid4().hex},
+        what="asking the model for refinements", hint="run refine without --model for the rule-based proposals")

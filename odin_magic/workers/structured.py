@@ -53,3 +53,33 @@ async def ask_structured(client: Any, output: type[M], **params: Any) -> Structu
         return Structured(reply, output.model_validate_json(reply_text(reply)))
     except ValidationError as exc:
         return Structured(reply, None, exc)
+
+
+async def ask_twice(settings: Any, client_factory: Any, output: type[M], *, system: Any, content: str,
+                    headers: dict[str, str], what: str, hint: str) -> M:
+    """One structured question outside a run (``odin new --describe``, ``refine --model``): asked again
+    once, with the reason, when the reply does not fit ``output``. Every failure is an
+    :class:`~odin_magic.errors.OdinError` that says ``what`` was being asked and ``hint``."""
+    import anthropic
+
+    from ..errors import OdinError
+    from .claude import api_failure, default_client_factory
+
+    client = (client_factory or default_client_factory(settings))()
+    try:
+        for _ in (1, 2):
+            try:
+                answer = await ask_structured(
+                    client, output, model=settings.model, max_tokens=min(settings.max_tokens, 4096), system=system,
+                    messages=[{"role": "user", "content": content}], extra_headers=headers)
+            except anthropic.AnthropicError as exc:
+                raise OdinError(str(api_failure(exc, settings, what)), hint=hint) from None
+            except ValueError as exc:  # a body that is not a message
+                raise OdinError(f"{what}: the API's reply is not a message ({exc})", hint=hint) from None
+            if answer.value is not None:
+                return answer.value
+            why = answer.error.errors()[0]["msg"] if answer.error is not None else "it was refused"
+            content += f"\n\nYour last answer did not fit the schema ({why}). Answer again."
+    finally:
+        await client.close()
+    raise OdinError(f"{what}: the model gave no usable answer twice", hint=hint)
