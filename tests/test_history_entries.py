@@ -1,0 +1,109 @@
+"""History entries: compact in memory, and nothing of them lost between state.json, the log and readers.
+
+``fixtures/runs/roundtrip`` is a run (its event log and its state.json) written
+by the code before history entries became slotted dataclasses: every kind of
+entry (each gate word, each failure class, fresh agents, checkpoints, evidence
+references, non-ASCII reasons, a field from a later version) and the rest of
+the state. Reading it and writing it back must give the same bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from odin_magic.state import HistoryEntry, RunState
+from odin_magic.store import LOG_NAME, STATE_NAME, RunCorrupt, RunStore, apply, read_log
+
+FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "roundtrip"
+RUN_ID = "20260614-143000-roundtrip"
+FIELDS = ("stage", "result", "gate", "at", "agent", "reason", "evidence", "failure", "checkpoint", "after")
+
+
+@pytest.fixture
+def run(project):
+    """The fixture run copied into a project: (store, run_dir)."""
+    store = RunStore(project)
+    run_dir = store.run_dir(RUN_ID)
+    shutil.copytree(FIXTURE, run_dir)
+    return store, run_dir
+
+
+def _logged_entries() -> list[dict]:
+    """The history entries the fixture's log records, fields of a later version left out."""
+    records, _, _ = read_log(FIXTURE / LOG_NAME)
+    out = []
+    for r in records:
+        for e in ([r["entry"]] if "entry" in r else []) + list(r.get("entries") or ()):
+            out.append({k: v for k, v in e.items() if k in FIELDS})
+    return out
+
+
+def _rewrite(store: RunStore, run_dir: Path) -> bytes:
+    handle, _ = store.open(RUN_ID, "test", "2026-06-14T15:00:00")
+    try:
+        handle.save()
+    finally:
+        handle.close()
+    return (run_dir / STATE_NAME).read_bytes()
+
+
+def test_state_json_is_read_and_written_back_byte_for_byte(run):
+    store, run_dir = run
+    assert _rewrite(store, run_dir) == (FIXTURE / STATE_NAME).read_bytes()
+
+
+def test_a_state_rebuilt_from_the_log_is_written_byte_for_byte(run):
+    store, run_dir = run
+    (run_dir / STATE_NAME).unlink()
+    assert "rebuilt from its event log" in store.load(RUN_ID).notice
+    assert _rewrite(store, run_dir) == (FIXTURE / STATE_NAME).read_bytes()
+
+
+def test_every_history_entry_reaches_the_readers(run):
+    store, _ = run
+    state = store.load(RUN_ID).state
+    saved = json.loads((FIXTURE / STATE_NAME).read_text(encoding="utf-8"))
+    assert [e.model_dump(mode="json", exclude_none=True) for e in state.history] == _logged_entries()
+    assert state.to_json() == saved  # what `odin status --json` and `odin runs --json` print
+    assert state.history[2].agent == "executor (fresh)" and state.history[2].checkpoint.startswith("0123")
+    assert [e.failure for e in state.history if e.result == "fail"] == ["recoverable", "environment", "repeated", "blocked"]
+    assert state.history[-1].model_dump() == {"stage": "build", "result": "pass", "gate": "ai", "at": "2026-06-14T14:38:00",
+                                              "agent": None, "reason": None, "evidence": None, "failure": None,
+                                              "checkpoint": None, "after": None}
+
+
+def test_history_entries_keep_their_fields_in_slots(run):
+    """What a run's memory grows by: an entry with no per-instance dict nor set of fields (a model's ~1 KB)."""
+    store, run_dir = run
+    from_json = store.load(RUN_ID).state
+    (run_dir / STATE_NAME).unlink()
+    from_log = store.load(RUN_ID).state
+    for state in (from_json, from_log):
+        assert state.history
+        for entry in state.history:
+            assert not hasattr(entry, "__dict__") and not hasattr(entry, "__pydantic_fields_set__")
+    assert from_json.history == from_log.history
+
+
+def test_a_state_copies_with_its_history(run):
+    store, _ = run
+    state = store.load(RUN_ID).state
+    for twin in (copy.deepcopy(state), state.model_copy(deep=True), RunState.model_validate_json(state.model_dump_json())):
+        assert twin == state and twin.history == state.history and twin.history[0] is not state.history[0]
+
+
+def test_a_history_entry_is_validated_as_before():
+    with pytest.raises(ValidationError, match="result"):
+        HistoryEntry(stage="build", result="maybe", gate="ai", at="2026-06-14T14:30:00")
+    with pytest.raises(ValidationError, match="gate"):
+        HistoryEntry.model_validate({"stage": "build", "result": "pass", "gate": "auto", "at": "2026-06-14T14:30:00"})
+    records, _, _ = read_log(FIXTURE / LOG_NAME)
+    state = apply(None, records[0])
+    with pytest.raises(RunCorrupt, match=r"event 2 \(gate\) .*: gate: Input should be 'ai', 'ai-pending' or 'approved'"):
+        apply(state, {"seq": 2, "at": "x", "type": "gate", "entry": {"stage": "b", "result": "pass", "gate": "auto", "at": "x"}})
