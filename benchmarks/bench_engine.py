@@ -8,7 +8,9 @@ by default) to show whether the cost grows with the history's length. Prints:
 * median and p90 per transition at each size, bytes written per transition
   (``wchar`` of /proc/self/io: every write() the engine makes) and the peak
   memory (VmHWM) of a fresh process that resumes the run (its history built
-  beforehand by another process) and drives it;
+  beforehand by another process) and drives it; then the time and peak
+  memory of another fresh process that loads the run with its state.json
+  missing (the state folded from the log alone, as after damage);
 * the floor: one appended, fsync'd record, measured here and now;
 * the same chain on LangGraph + SqliteSaver (``durability="sync"``), with a
   plain list reducer and with its DeltaChannel, when langgraph and
@@ -187,12 +189,25 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
         t0 = time.perf_counter()
         store.load(run_id)
         load_s = time.perf_counter() - t0
+        state_kb = (run_dir / "state.json").stat().st_size / 1024
+        (run_dir / "state.json").unlink()  # a fresh process rebuilds the state from the log alone
+        rebuild = _child(["--rebuild", str(run_dir)])
         return {
             "history": history, "n": len(gaps), "median_ms": statistics.median(gaps) * 1000,
             "p90_ms": _pct(gaps, 0.9) * 1000, "bytes_per_transition": written,
             "peak_mb": peak_mb,
-            "state_kb": (run_dir / "state.json").stat().st_size / 1024, "load_ms": load_s * 1000, "grow_s": grow_s,
+            "state_kb": state_kb, "load_ms": load_s * 1000, "grow_s": grow_s,
+            "rebuild_ms": rebuild["ms"], "rebuild_peak_mb": rebuild["peak_mb"],
         }
+
+
+def rebuild_from_log(run_dir: Path) -> dict:
+    """Load a run whose state.json is missing (a fresh process: this one): the state is folded from the log."""
+    from odin_magic.store import load_run
+
+    t0 = time.perf_counter()
+    load_run(run_dir)
+    return {"ms": (time.perf_counter() - t0) * 1000, "peak_mb": _peak_rss_mb()}
 
 
 def fsync_floor(records: int = 400) -> dict:
@@ -405,7 +420,11 @@ def main() -> None:
                         "with the others (the machine's load changes): the round with the median median is shown")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, lg:N, lgdelta:N (a child process)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)  # DIR:N (a child process)
+    parser.add_argument("--rebuild", help=argparse.SUPPRESS)  # RUN_DIR (a child process)
     args = parser.parse_args()
+    if args.rebuild:
+        print(json.dumps(rebuild_from_log(Path(args.rebuild))))
+        return
     if args.prepare:
         where, n = args.prepare.rsplit(":", 1)
         print(json.dumps({"grow_s": prepare_run(Path(where), int(n), args.transitions)}))
@@ -430,10 +449,14 @@ def main() -> None:
         for n in sizes:
             runs[n].append(_child(["--one", f"engine:{n}", "--transitions", str(args.transitions), *flags]))
     rows = [sorted(runs[n], key=lambda r: r["median_ms"])[len(runs[n]) // 2] for n in sizes]
-    print(f"\n{'history':>8}  {'median':>9}  {'p90':>9}  {'written':>10}  {'peak':>8}  {'state.json':>10}  {'load':>8}")
+    print(f"\n{'history':>8}  {'median':>9}  {'p90':>9}  {'written':>10}  {'peak':>8}  {'state.json':>10}  {'load':>8}"
+          f"  {'rebuild':>9}  {'its peak':>8}")
     for r in rows:
         print(f"{r['history']:>8}  {r['median_ms']:>7.3f}ms  {r['p90_ms']:>7.3f}ms  "
-              f"{r['bytes_per_transition']:>8.0f} B  {r['peak_mb']:>5.0f} MB  {r['state_kb']:>8.0f}KB  {r['load_ms']:>6.1f}ms")
+              f"{r['bytes_per_transition']:>8.0f} B  {r['peak_mb']:>5.0f} MB  {r['state_kb']:>8.0f}KB  {r['load_ms']:>6.1f}ms"
+              f"  {r['rebuild_ms']:>7.1f}ms  {r['rebuild_peak_mb']:>5.0f} MB")
+    print("peak: VmHWM of the process that resumes the run and drives it; load: `store.load` of the run after; "
+          "rebuild: a fresh process loading it with state.json missing (folded from the log alone)")
     if len(rows) > 1:
         print(f"growth {rows[0]['history']} -> {rows[-1]['history']} entries: "
               f"x{rows[-1]['median_ms'] / rows[0]['median_ms']:.2f} (median)")

@@ -211,6 +211,5 @@ class RunState(_State):
         return self.status in ACTIVE_STATUSES
 
     def to_json(self) -> dict:
-        data = self.model_dump(mode="json", exclude_none=True)
-        data["history"] = [e.model_dump(mode="json", exclude_none=True) for e in self.history]
-        return data
+        """state.json's object (what ``model_dump_json(exclude_none=True)`` writes), history entries included."""
+        return self.model_dump(mode="json", exclude_none=True)

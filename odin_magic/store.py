@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import filelock
 from pydantic import ValidationError
@@ -181,7 +181,8 @@ def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
     return state
 
 
-def fold(records: list[dict[str, Any]], state: RunState | None = None, source: Path | None = None) -> RunState | None:
+def fold(records: Iterable[dict[str, Any]], state: RunState | None = None,
+         source: Path | None = None) -> RunState | None:
     """Fold ``records`` into ``state``; ``source`` (the log) is named when one cannot be applied."""
     try:
         for record in records:
@@ -203,16 +204,34 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
     except FileNotFoundError:
         return [], 0, False
     end = data.rfind(b"\n") + 1
-    records = []
-    for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1):
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise _not_a_record(path, lineno, str(exc)) from None
-        if not is_record(record):
-            raise _not_a_record(path, lineno, 'not an object with an integer "seq" and a string "type"')
-        records.append(record)
+    records = [_parse_line(path, lineno, line) for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1)]
     return records, end, end != len(data)
+
+
+def iter_log(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete records of a log, in order, each parsed as it is read (a torn last line is left out;
+    nothing for a missing log). Folding them as they come costs the memory of one record, not of the log.
+
+    :class:`RunCorrupt` names a line that is not a record."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # a torn last line (a crash in the middle of an append)
+            yield _parse_line(path, lineno, line)
+
+
+def _parse_line(path: Path, lineno: int | str, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise _not_a_record(path, lineno, str(exc)) from None
+    if not is_record(record):
+        raise _not_a_record(path, lineno, 'not an object with an integer "seq" and a string "type"')
+    return record
 
 
 def _not_a_record(path: Path, lineno: int | str, why: str) -> RunCorrupt:
@@ -254,13 +273,7 @@ def _lines_from_end(path: Path, block: int) -> Iterator[bytes]:
 
 
 def _parse_from_end(path: Path, line: bytes) -> dict[str, Any]:
-    try:
-        record = json.loads(line)
-    except ValueError as exc:
-        raise _not_a_record(path, "a line near its end", str(exc)) from None
-    if not is_record(record):
-        raise _not_a_record(path, "a line near its end", 'not an object with an integer "seq" and a string "type"')
-    return record
+    return _parse_line(path, "a line near its end", line)
 
 
 def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
@@ -422,10 +435,9 @@ def load_run(run_dir: Path, driving: bool = False) -> Loaded:
             state = fold(records_after(log_path, saved), cached, log_path)
             return Loaded(state, saved_seq=saved)
         problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
-    records, _, _ = read_log(log_path)
-    state = fold(records, source=log_path)
+    state = fold(iter_log(log_path), source=log_path)  # record by record: the log is never all in memory
     assert state is not None
-    return Loaded(state, f"{problem}; run {state.run_id} rebuilt from its event log ({len(records)} events)")
+    return Loaded(state, f"{problem}; run {state.run_id} rebuilt from its event log ({state.log_seq} events)")
 
 
 # -- locks ------------------------------------------------------------------

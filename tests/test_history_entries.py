@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from odin_magic.state import HistoryEntry, RunState
-from odin_magic.store import LOG_NAME, STATE_NAME, RunCorrupt, RunStore, apply, read_log
+from odin_magic.store import LOG_NAME, STATE_NAME, RunCorrupt, RunStore, apply, iter_log, read_log
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "roundtrip"
 RUN_ID = "20260614-143000-roundtrip"
@@ -107,3 +107,27 @@ def test_a_history_entry_is_validated_as_before():
     state = apply(None, records[0])
     with pytest.raises(RunCorrupt, match=r"event 2 \(gate\) .*: gate: Input should be 'ai', 'ai-pending' or 'approved'"):
         apply(state, {"seq": 2, "at": "x", "type": "gate", "entry": {"stage": "b", "result": "pass", "gate": "auto", "at": "x"}})
+
+
+def test_the_log_is_parsed_record_by_record(tmp_path):
+    log = tmp_path / LOG_NAME
+    log.write_bytes(b'{"seq": 1, "type": "a"}\n{"seq": 2, "type": "b"}\nnot json\n{"seq": 4, "type": "torn"')
+    records = iter_log(log)
+    assert [next(records)["seq"], next(records)["seq"]] == [1, 2]  # the damage further on is not read yet
+    with pytest.raises(RunCorrupt, match=rf"{log}: line 3 is not a valid event record"):
+        next(records)
+    log.write_bytes(b'{"seq": 1, "type": "a"}\n{"seq": 2, "type": "torn"')
+    assert [r["seq"] for r in iter_log(log)] == [1]  # a torn last line is left out
+    assert list(iter_log(tmp_path / "none.jsonl")) == []
+
+
+def test_a_rebuild_folds_each_record_as_it_reads_it(run):
+    """The whole log is never held in memory: the fold meets a bad record before the parser reaches the end."""
+    store, run_dir = run
+    (run_dir / STATE_NAME).unlink()
+    lines = (FIXTURE / LOG_NAME).read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"gate":"ai-pending"', b'"gate":"auto"')
+    lines[5] = b"not json"
+    (run_dir / LOG_NAME).write_bytes(b"\n".join(lines))
+    with pytest.raises(RunCorrupt, match=r"event 3 \(gate\) .*gate: Input should be"):
+        store.load(RUN_ID)
