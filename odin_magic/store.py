@@ -47,6 +47,7 @@ from .errors import OdinError, RunLocked
 from .loop import NAME_RE
 from .processes import reap_orphans
 from .secrets import redact, redact_text
+from .statefile import read_state, state_json_pieces
 from .state import Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
 
 LOG_NAME = "events.jsonl"
@@ -330,8 +331,13 @@ def _sync(fd: int) -> None:
     (getattr(os, "fdatasync", None) or os.fsync)(fd)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``).
+def write_atomic(path: Path, text: str | Iterable[str]) -> int:
+    """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``);
+    the number of characters written.
+
+    ``text`` may come in pieces (see :func:`odin_magic.statefile.state_json_pieces`) so that a large file
+    is never whole in memory; a piece must not cut a secret's value in two (a JSON document cut between
+    two values never does).
 
     A crash leaves the old file or the new one, never half of one; the temp
     file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
@@ -339,17 +345,19 @@ def write_atomic(path: Path, text: str) -> None:
     or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
     No configured secret's value is written (:mod:`odin_magic.secrets`).
     """
-    text = redact_text(text)
+    written = 0
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            for piece in [text] if isinstance(text, str) else text:
+                written += f.write(redact_text(piece))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return written
 
 
 def _create_temp(path: Path) -> tuple[int, str]:
@@ -420,7 +428,7 @@ def load_run(run_dir: Path, driving: bool = False) -> Loaded:
                          hint=f"move it away (e.g. `mv {state_path} {state_path}.bad`): the state is rebuilt "
                               "from the event log")
     try:
-        cached = RunState.model_validate_json(state_path.read_bytes())
+        cached = read_state(state_path)
     except FileNotFoundError:
         problem = "state.json was missing"
     except ValueError:
@@ -548,12 +556,11 @@ class RunHandle:
 
     def save(self) -> None:
         """Bring state.json up to date with the log (atomically)."""
-        text = self.state.model_dump_json(indent=1, exclude_none=True)
-        write_atomic(self.run_dir / STATE_NAME, text)
+        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state))  # never whole in memory
         self._saved_seq = self.state.log_seq
         self._saved_at = time.monotonic()
         self._appended = 0
-        self._state_bytes = len(text)
+        self._state_bytes = written
 
     def close(self) -> None:
         if self.closed:
@@ -627,7 +634,7 @@ class RunStore:
     def _damage(d: Path, exc: RunCorrupt) -> RunCorrupt:
         """``exc``, with what is known of the damaged run: state.json's last word, and an abandon mark."""
         try:
-            exc.last_known = RunState.model_validate_json((d / STATE_NAME).read_bytes())
+            exc.last_known = read_state(d / STATE_NAME)
         except (OSError, ValueError):
             exc.last_known = None
         exc.abandoned = (d / ABANDONED_MARK).is_file()

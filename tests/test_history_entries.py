@@ -18,7 +18,8 @@ import pytest
 from pydantic import ValidationError
 
 from odin_magic.state import HistoryEntry, RunState
-from odin_magic.store import LOG_NAME, STATE_NAME, RunCorrupt, RunStore, apply, iter_log, read_log
+from odin_magic.statefile import read_state, state_json_pieces
+from odin_magic.store import LOG_NAME, STATE_NAME, RunCorrupt, RunStore, apply, iter_log, read_log, write_atomic
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs" / "roundtrip"
 RUN_ID = "20260614-143000-roundtrip"
@@ -131,3 +132,36 @@ def test_a_rebuild_folds_each_record_as_it_reads_it(run):
     (run_dir / LOG_NAME).write_bytes(b"\n".join(lines))
     with pytest.raises(RunCorrupt, match=r"event 3 \(gate\) .*gate: Input should be"):
         store.load(RUN_ID)
+
+
+@pytest.mark.parametrize("per", [1, 2, 3, 7, 2000])
+def test_state_json_written_in_pieces_is_the_same_text(per):
+    """state.json is written a slice of the history at a time, never whole in memory: the same bytes."""
+    state = read_state(FIXTURE / STATE_NAME)
+    pieces = list(state_json_pieces(state, per=per))
+    assert len(pieces) == 2 + -(-len(state.history) // per)  # the head, the slices, the tail
+    assert "".join(pieces) == state.model_dump_json(indent=1, exclude_none=True) == (FIXTURE / STATE_NAME).read_text("utf-8")
+    empty = state.model_copy(update={"history": []})
+    assert "".join(state_json_pieces(empty, per=per)) == empty.model_dump_json(indent=1, exclude_none=True)
+
+
+def test_a_secret_is_redacted_from_state_json_written_in_pieces(tmp_path, monkeypatch):
+    key = "sk-ant-api03-" + "k" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    state = read_state(FIXTURE / STATE_NAME)
+    state.history[3].reason = f"the command printed {key}"
+    target = tmp_path / STATE_NAME
+    written = write_atomic(target, state_json_pieces(state, per=1))
+    text = target.read_text(encoding="utf-8")
+    assert key not in text and "the command printed [redacted ANTHROPIC_API_KEY]" in text
+    assert written == len(text)
+
+
+def test_an_unreadable_state_json_is_an_error_of_its_kind(tmp_path):
+    """load_run tells a missing state.json (OSError) from a corrupt one (ValueError), and rebuilds either."""
+    with pytest.raises(FileNotFoundError):
+        read_state(tmp_path / STATE_NAME)
+    for text in ("{", "[]", '{"run_id": 3}', "\xff"):
+        (tmp_path / STATE_NAME).write_text(text, encoding="latin-1")
+        with pytest.raises(ValueError):
+            read_state(tmp_path / STATE_NAME)
