@@ -229,14 +229,14 @@ def verify_completion(loop: Loop, run_dir: Path, project_dir: Path, run: Command
 def changed_stages(run_dir: Path, history: list, look_back: int = 50) -> list[str]:
     """Stage ids, oldest first, whose recent executions changed files of the project (their evidence's
     ``changes``, from the checkpoints); the run's own notebooks do not count."""
-    import json
+    from . import evidence
 
     out = []
     for entry in history[-look_back:]:
         if not entry.evidence or entry.gate == "approved":
             continue
         try:
-            changes = json.loads((Path(run_dir) / entry.evidence).read_text(encoding="utf-8")).get("changes") or []
+            changes = evidence.read(Path(run_dir), entry.evidence).get("changes") or []
         except (OSError, ValueError, AttributeError):
             continue
         if any(isinstance(c, dict) and not str(c.get("path", "")).endswith(".ipynb") for c in changes):
@@ -278,13 +278,13 @@ def criterion_judge(judge, make_job, sink) -> CriterionJudge:
 def latest(run_dir: Path, history: list, look_back: int = 20) -> CompletionReport | None:
     """The run's last checks before done (from its last gate evidence that has them), for ``status``;
     reads at most ``look_back`` evidence files, newest first."""
-    import json
+    from . import evidence
 
     for entry in reversed(history[-look_back:]):
         if not entry.evidence:
             continue
         try:
-            data = json.loads((Path(run_dir) / entry.evidence).read_text(encoding="utf-8")).get("completion")
+            data = evidence.read(Path(run_dir), entry.evidence).get("completion")
             if data:
                 return from_dict(data)
         except (OSError, ValueError, AttributeError, TypeError):  # a damaged evidence file: look further back

@@ -1,8 +1,8 @@
 """What a stage execution changed, as a unified diff: ``odin diff``, ``%odin diff`` and the approval panel.
 
 A stage execution is a history entry that carries checkpoints (see
-:mod:`odin_magic.checkpoints`): its number N (1-based, as in the evidence file
-names ``gates/000N-<stage>.json``), or a stage id (its latest execution), or
+:mod:`odin_magic.checkpoints`): its number N (1-based, the ``evaluation`` number of
+its gate evidence), or a stage id (its latest execution), or
 nothing (the latest execution: at a pause, the paused stage's).
 """
 

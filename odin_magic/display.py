@@ -356,7 +356,7 @@ class VerdictRecord:
 
     @classmethod
     def from_evidence(cls, evidence: dict) -> "VerdictRecord":
-        """From a gate's evidence file (``gates/NNNN-<stage>.json`` in the run dir)."""
+        """From a gate's evidence (:func:`odin_magic.evidence.read`)."""
         commands = [command_line(c.get("cmd"), c.get("exit_code"), c.get("timed_out"))
                     for c in evidence.get("commands") or []]
         data = dict(evidence.get("verdict") or {})

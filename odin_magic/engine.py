@@ -17,7 +17,6 @@ step; the run stays ``running`` and resumable.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import sys
 import tempfile
@@ -31,12 +30,14 @@ import filelock
 from pydantic import ValidationError
 
 from . import completion, diffs, gates, judging, memory, mutation, reporting, rewind, routing, runreport, scope
+from . import evidence as gate_evidence
 from .artifacts import Placement, confine, placements, project_relative
 from .confine import PathEscapes
 from .catalog import LoopCatalog
 from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
+from .evidence import EvidenceRef
 from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
@@ -823,7 +824,7 @@ class Engine:
                 return
         at = self._now()
         number = len(st.history) + 1
-        evidence = gates.save_evidence(run_dir, number, stage.id, outcome, at)
+        evidence = s.handle.evidence.append(outcome.evidence(stage.id, number, at))
         produced = {
             entry: project_relative(p.path, self.project_dir, p.is_dir)
             for entry, p in produces.items() if p.exists()
@@ -889,7 +890,7 @@ class Engine:
         self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
         return report
 
-    def _record_not_done(self, s: Session, stage: Stage, report: completion.CompletionReport, evidence: str,
+    def _record_not_done(self, s: Session, stage: Stage, report: completion.CompletionReport, evidence: EvidenceRef,
                          at: str) -> None:
         """The last gate passed but the run may not end: blocked (environment), else a failure of the code stage."""
         if report.environment:
@@ -938,7 +939,7 @@ class Engine:
         return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: gates.EvidenceFile, produced: dict[str, str], stepping: bool, at: str,
+                     evidence: EvidenceRef, produced: dict[str, str], stepping: bool, at: str,
                      ckpt: StageCheckpoint | None = None, hold_at: str | None = None) -> None:
         """Record a gate outcome and where it sends the run; ``hold_at``: a pass that neither pauses nor
         ends the run (the checks before done failed): it waits at that stage, and the next record says why
@@ -1108,12 +1109,12 @@ class Engine:
             data={"concerns": [c.model_dump() for c in concerns]})
 
     def _risky_at_pause(self, s: Session) -> list[str]:
-        """The risky paths the paused stage changed (from its last evidence file), for the pause text."""
+        """The risky paths the paused stage changed (from its last evidence), for the pause text."""
         last = s.state.history[-1] if s.state.history else None
         if last is None or last.evidence is None or not s.loop.risk:
             return []
         try:
-            return list(json.loads((s.handle.run_dir / last.evidence).read_text(encoding="utf-8")).get("risky") or [])
+            return list(gate_evidence.read(s.handle.run_dir, last.evidence).get("risky") or [])
         except (OSError, ValueError):
             return []
 

@@ -3,15 +3,13 @@
 A missing artifact or a failing command fails the gate and the judge is not
 consulted, so no judge can overrule a command. The evidence of every
 evaluation (what was missing, each command's exit code and output tails, the
-verdict) is written to one JSON file in the run dir, without an fsync of its
-own: the gate's event-log record carries the file's SHA-256 (see
-:func:`save_evidence`), and the log's append is the transition's one fsync.
+verdict) is :meth:`GateOutcome.evidence`, appended to the run's evidence file
+(:mod:`odin_magic.evidence`) without an fsync of its own: the gate's event-log
+record carries its SHA-256, and the log's append is the transition's one fsync.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import subprocess
@@ -216,28 +214,3 @@ def judged(verdict: Verdict) -> tuple[bool, str | None]:
     Only DONE and DONE_WITH_CONCERNS can pass (seed 002; see :func:`odin_magic.judging.decide`).
     """
     return judging.decide(verdict)
-
-
-@dataclass(frozen=True)
-class EvidenceFile:
-    path: str  # run-dir-relative, for the history entry
-    sha256: str  # of its bytes, for the gate's event-log record
-
-
-def save_evidence(run_dir: Path, number: int, stage_id: str, outcome: GateOutcome, at: str) -> EvidenceFile:
-    """Write the evidence file (no fsync: the gate record that names it carries its hash).
-
-    A crash before the gate record re-runs the evaluation, which rewrites the
-    same file (its name depends only on the history's length). No configured
-    secret's value is written (:mod:`odin_magic.secrets`)."""
-    rel = f"gates/{number:04d}-{stage_id}.json"
-    path = run_dir / rel
-    data = redact_text(json.dumps(outcome.evidence(stage_id, number, at), indent=1, ensure_ascii=False)).encode("utf-8")
-    try:
-        f = open(path, "wb")
-    except FileNotFoundError:
-        path.parent.mkdir(exist_ok=True)
-        f = open(path, "wb")
-    with f:
-        f.write(data)
-    return EvidenceFile(rel, hashlib.sha256(data).hexdigest())

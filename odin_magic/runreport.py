@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import evidence as gate_evidence
 from .loop import Loop
 from .state import RunState
 from .secrets import redact_text
@@ -48,10 +49,9 @@ class _Gathered:
     interview: Any = None  # InterviewState, when the run had a deep interview
 
 
-def _read_json(path: Path) -> dict:
+def _read_evidence(run_dir: Path, ref: str) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
+        return gate_evidence.read(run_dir, ref)
     except (OSError, ValueError):
         return {}
 
@@ -59,7 +59,7 @@ def _read_json(path: Path) -> dict:
 def _gather(state: RunState, run_dir: Path) -> _Gathered:
     g = _Gathered()
     for entry in state.history:
-        ev = _read_json(run_dir / entry.evidence) if entry.evidence else {}
+        ev = _read_evidence(run_dir, entry.evidence) if entry.evidence else {}
         g.evidence.append(ev)
         if ev.get("completion"):
             g.completion = ev["completion"]

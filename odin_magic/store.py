@@ -11,7 +11,7 @@ Layout (see ``docs/engine.md``)::
             loop.json           the loop as it was when the run started
             driver.lock         held by the one process driving the run
             driver.json         who holds driver.lock (pid, host, command, since)
-            gates/<n>-<stage>.json   evidence of each gate evaluation
+            gates/evidence.jsonl     the evidence of every gate evaluation, a line each
 
 Every record of the log is one JSON line ``{"seq", "at", "type", ...}`` written
 with one ``write`` and one fsync: that is the one fsync of a transition. The
@@ -44,6 +44,7 @@ import filelock
 from pydantic import ValidationError
 
 from .errors import OdinError, RunLocked
+from .evidence import EvidenceLog
 from .loop import NAME_RE
 from .processes import reap_orphans
 from .secrets import redact, redact_text
@@ -505,6 +506,7 @@ class RunHandle:
         self.state = state
         self._lock = lock
         self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
+        self.evidence = EvidenceLog(run_dir)  # gate evidence, appended before the gate record that names it
         self.refresh_records = refresh_records
         self.refresh_seconds = refresh_seconds
         # the log_seq state.json holds: behind the state when the run was opened from a log that had grown since
@@ -572,6 +574,7 @@ class RunHandle:
         finally:
             try:
                 self._log.close()
+                self.evidence.close()
             finally:
                 self._lock.release()
 

@@ -10,12 +10,12 @@ revise, stop), which the magics route to the background drive.
 from __future__ import annotations
 
 import html
-import json
 import threading
 from collections import deque
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from . import evidence as gate_evidence
 from .background import Coalescer
 from .confine import describe, is_confined
 from .display import (AWAITING, FAILED_MARK, LOOPED, NOT_STARTED, PASSED, StatusDisplay, VerdictRecord,
@@ -306,9 +306,9 @@ class VerdictPages:
 
 def _read_verdict(run_dir: Path, rel: str) -> VerdictRecord | None:
     try:
-        return VerdictRecord.from_evidence(json.loads((run_dir / rel).read_text()))
+        return VerdictRecord.from_evidence(gate_evidence.read(run_dir, rel))
     except (OSError, ValueError):
-        return None  # a missing or torn evidence file: the history entry still shows in the checklist
+        return None  # missing or torn evidence: the history entry still shows in the checklist
 
 
 class RunView:

@@ -14,6 +14,7 @@ import pytest
 
 from odin_magic.checkpoints import CheckpointError, Checkpoints
 from odin_magic.engine import WorkerFailed
+from odin_magic import evidence as gate_evidence
 
 from scripted_runs import scripted_engine
 
@@ -71,7 +72,7 @@ def test_each_stage_execution_records_its_checkpoint_and_what_it_changed(project
     logged = records(engine, state, "checkpoint")
     assert [(r["stage"], r["set"]["checkpoint"]["before"]) for r in logged] == [
         ("build", build.checkpoint), ("docs", docs.checkpoint)]
-    evidence = json.loads((engine.run_dir(state.run_id) / build.evidence).read_text())
+    evidence = gate_evidence.read(engine.run_dir(state.run_id), build.evidence)
     assert evidence["changes"] == [
         {"path": "data.bin", "kind": "added", "added": None, "deleted": None},
         {"path": "old.txt", "kind": "deleted", "added": 0, "deleted": 1},
@@ -133,7 +134,7 @@ default_verdict: {status: DONE, passed: true}
     assert state.status == "done"
     logged = [r["stage"] for r in records(engine, state, "checkpoint")]
     assert logged == ["build", "docs"]  # one checkpoint for build's execution, found again on resume
-    evidence = json.loads((engine.run_dir(state.run_id) / state.history[0].evidence).read_text())
+    evidence = gate_evidence.read(engine.run_dir(state.run_id), state.history[0].evidence)
     assert {c["path"] for c in evidence["changes"]} == {"src/half.py", "src/app.py"}
 
 

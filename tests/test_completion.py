@@ -15,6 +15,7 @@ from odin_magic.engine import Engine, WorkerFailed
 from odin_magic.workers.claude import ClaudeWorker
 
 from odin_magic.workers.scripted import message_body, new_id, reply_response
+from odin_magic import evidence as gate_evidence
 
 from fake_messages import FakeMessages
 
@@ -92,7 +93,7 @@ def plan(fake: FakeMessages, project: Path, manifest: str = MANIFEST) -> None:
 
 def evidence(project: Path, state, n: int = -1) -> dict:
     run_dir = project / ".odin-loop" / "runs" / state.run_id
-    return json.loads((run_dir / state.history[n].evidence).read_text())
+    return gate_evidence.read(run_dir, state.history[n].evidence)
 
 
 def test_a_failing_p0_criterion_sends_the_run_back_to_work_then_done(project: Path, fake: FakeMessages, write_loop,

@@ -19,6 +19,7 @@ import pytest
 from odin_magic.config import Settings
 from odin_magic.engine import Engine
 from odin_magic.workers.factory import make_worker
+from odin_magic import evidence as gate_evidence
 
 SCRIPT = Path(__file__).resolve().parent.parent / "example_notebooks" / "quickstart.script.yaml"
 TASK = "a tiny calculator module: add(a, b) and divide(a, b); dividing by zero raises ValueError"
@@ -33,7 +34,7 @@ def harness_exit(run_dir: Path, project: Path, target: Path) -> int:
 
 
 def evidence(run_dir: Path, entry) -> dict:
-    return json.loads((run_dir / entry.evidence).read_text())
+    return gate_evidence.read(run_dir, entry.evidence)
 
 
 @pytest.mark.slow

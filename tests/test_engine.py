@@ -14,6 +14,7 @@ from odin_magic.engine import Engine, WorkerFailed, simulate
 from odin_magic.errors import ConfigError, NoActiveRun, RunLocked, RunRefused, UsageError
 from odin_magic.state import DryOptions, Usage
 from odin_magic.workers.base import JudgeResult, StageResult, Verdict, WorkerError
+from odin_magic import evidence as evidence_store
 
 
 def hist(state):
@@ -521,8 +522,8 @@ def test_artifacts_follow_the_placement_rule(project, write_loop):
 
 
 def gate_evidence(project, state, entry):
-    """The evidence file a history entry points to, read."""
-    return json.loads((project / ".odin-loop" / "runs" / state.run_id / entry.evidence).read_text())
+    """The evidence a history entry points to, read."""
+    return evidence_store.read(project / ".odin-loop" / "runs" / state.run_id, entry.evidence)
 
 
 def write_command_loop(write_loop, command):

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from odin_magic import gates
+from odin_magic import evidence as gate_evidence, gates
+from odin_magic.evidence import EvidenceLog
 from odin_magic.artifacts import ArtifactPathInvalid, in_run_dir, place, placements, project_relative
 from odin_magic.loop import GateCommand, Stage
 from odin_magic.workers.base import JudgeJob, JudgeResult, Verdict
@@ -157,15 +158,17 @@ def test_a_command_that_cannot_start(dirs, tmp_path):
     assert not ev.ok and ev.exit_code is None and "could not start" in ev.stderr_tail
 
 
-def test_evidence_file(dirs):
+def test_evidence_of_an_evaluation(dirs):
     _, run_dir = dirs
     outcome = evaluate(make_stage(run=["exit 1"]), dirs, RecordingJudge())
-    saved = gates.save_evidence(run_dir, 7, "build", outcome, "2026-06-14T14:35:01")
-    assert saved.path == "gates/0007-build.json"
-    raw = (run_dir / saved.path).read_bytes()
+    log = EvidenceLog(run_dir)
+    saved = log.append(outcome.evidence("build", 7, "2026-06-14T14:35:01"))
+    log.close()
+    assert saved.path == "gates/evidence.jsonl#0"
+    raw = (run_dir / "gates" / "evidence.jsonl").read_bytes()
     assert saved.sha256 == hashlib.sha256(raw).hexdigest()  # the gate's record carries it
-    data = json.loads(raw)
-    assert data["passed"] is False and data["judged"] is False and data["evaluation"] == 7
+    data = gate_evidence.read(run_dir, saved.path)
+    assert data == json.loads(raw) and data["passed"] is False and data["judged"] is False and data["evaluation"] == 7
     assert data["commands"][0]["cmd"] == "exit 1" and data["commands"][0]["exit_code"] == 1
 
 

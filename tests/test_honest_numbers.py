@@ -11,6 +11,7 @@ import pytest
 from odin_magic.config import Settings
 from odin_magic.engine import Engine
 from odin_magic.workers.claude import ClaudeWorker
+from odin_magic import evidence as gate_evidence
 
 from fake_messages import FakeMessages
 
@@ -43,7 +44,7 @@ def test_a_verdict_that_passes_with_a_blocking_finding_fails_the_gate(project: P
     assert first.result == "fail"
     assert "blocking" in (first.reason or "") and "the answer is not justified" in (first.reason or "")
     assert second.result == "pass"
-    evidence = json.loads((project / ".odin-loop" / "runs" / state.run_id / first.evidence).read_text())
+    evidence = gate_evidence.read(project / ".odin-loop" / "runs" / state.run_id, first.evidence)
     assert evidence["passed"] is False and evidence["verdict"]["passed"] is True
 
 

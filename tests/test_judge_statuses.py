@@ -10,6 +10,7 @@ import json
 from odin_magic.report import render_status
 from odin_magic.roles import POLICIES
 from odin_magic.workers.base import Verdict
+from odin_magic import evidence as gate_evidence
 
 from scripted_runs import Events, scripted_engine
 
@@ -93,7 +94,7 @@ judge:
     assert json.dumps(POLICIES["explore"].describe())[1:-1] in json.dumps(explore[0]["messages"])
     second = judge_requests(model)[1]
     assert "FINDINGS: src/app.py prints hello" in json.dumps(second["messages"])
-    evidence = json.loads((engine.run_dir(state.run_id) / state.history[0].evidence).read_text())
+    evidence = gate_evidence.read(engine.run_dir(state.run_id), state.history[0].evidence)
     assert "FINDINGS" in evidence["context"] and evidence["verdict"]["status"] == "DONE"
 
 

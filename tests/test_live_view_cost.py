@@ -14,6 +14,7 @@ from odin_magic.events import EngineEvent
 from odin_magic.runner import NotebookRunner
 from odin_magic.state import DryOptions
 from odin_magic.widgets import VERDICT_PAGE, VERDICT_PAGES, RunView
+from odin_magic.evidence import EVIDENCE_LOG
 
 
 class NoActions:
@@ -46,12 +47,18 @@ def test_evidence_is_read_when_the_verdicts_section_is_opened(tmp_path):
     state = engine.start("tiny", "t", dry=DryOptions(gates=["review:fail"], approve_all=True))
     run_dir = engine.run_dir(state.run_id)
     view = RunView(engine.catalog.load("tiny"), tmp_path, NoActions(), state, run_dir_for=engine.run_dir)
-    for entry in state.history:  # what the evidence says now, after the view was opened
+    log = run_dir / EVIDENCE_LOG
+    raw = bytearray(log.read_bytes())
+    for entry in state.history:  # what the evidence says now, after the view was opened (same offsets)
         if entry.evidence:
-            path = run_dir / entry.evidence
-            data = json.loads(path.read_text())
-            data["reason"] = f"read at opening: {entry.stage}"
-            path.write_text(json.dumps(data))
+            start = int(entry.evidence.partition("#")[2])
+            end = raw.index(b"\n", start)
+            data = json.loads(raw[start:end])
+            line = json.dumps({"stage": data["stage"], "passed": data["passed"], "verdict": data["verdict"],
+                               "reason": f"read at opening: {entry.stage}"}).encode()
+            assert len(line) <= end - start
+            raw[start:end] = line.ljust(end - start)
+    log.write_bytes(bytes(raw))
     assert view.verdicts == []
     view.verdicts_box.selected_index = 0
     assert [v.reasons[0] for v in view.verdicts] == [

@@ -12,6 +12,7 @@ from odin_magic.config import Settings
 from odin_magic.engine import Engine
 from odin_magic.postedit import check_edit, parse_check
 from odin_magic.workers.claude import ClaudeWorker
+from odin_magic import evidence as gate_evidence
 
 from fake_messages import FakeMessages
 
@@ -33,7 +34,7 @@ def tool_results(fake: FakeMessages, n: int) -> list[dict]:
 
 def evidence_of(project: Path, state) -> dict:
     run_dir = project / ".odin-loop" / "runs" / state.run_id
-    return json.loads((run_dir / state.history[-1].evidence).read_text())
+    return gate_evidence.read(run_dir, state.history[-1].evidence)
 
 
 LOOP = """

@@ -12,6 +12,7 @@ import pytest
 
 from odin_magic.scope import glob_regex, matches
 from odin_magic.validation import validate_text
+from odin_magic import evidence as gate_evidence
 
 from scripted_runs import Events, scripted_engine
 
@@ -49,7 +50,7 @@ def setup_src(project):
 
 
 def evidence(engine, state, entry) -> dict:
-    return json.loads((engine.run_dir(state.run_id) / entry.evidence).read_text())
+    return gate_evidence.read(engine.run_dir(state.run_id), entry.evidence)
 
 
 def test_a_reviewer_that_edits_code_through_bash_is_reverted_and_fails_its_gate(project, write_loop):

@@ -28,7 +28,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)",
                        description="STAGE: that stage's latest execution; N: execution N (the history entry "
-                       "number, as in gates/000N-STAGE.json); nothing: the latest execution.")
+                       "number, as in odin status and its gate evidence); nothing: the latest execution.")
     p.add_argument("which", nargs="?", metavar="STAGE|N")
     p.add_argument("--run", metavar="ID", help="run id (default: the active or latest run)")
     add_project(p)

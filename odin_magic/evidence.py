@@ -1,0 +1,97 @@
+"""Gate evidence: what each gate evaluation saw, kept in one append-only file per run.
+
+Every evaluation (what was missing, each command's exit code and output tails,
+the verdict, the files the stage changed...) is one JSON line appended to
+``gates/evidence.jsonl`` in the run dir. Its history entry names it by
+reference, ``gates/evidence.jsonl#<byte offset>``, and the gate's event-log
+record carries the line's SHA-256: the log's fsync'd append is the
+transition's one fsync, and the evidence needs none of its own (a crash before
+the gate record re-runs the evaluation, whose line is appended again; the
+unreferenced line stays, harmless).
+
+One file, appended to, rather than a file per evaluation: creating a file next
+to an fsync'd append costs ext4 a journal commit of its own, about half a
+millisecond, more than the rest of a transition (``benchmarks/bench_engine.py``).
+
+Runs recorded before this layout name a file per evaluation
+(``gates/<n>-<stage>.json``); :func:`read` reads both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .secrets import redact_text
+
+EVIDENCE_LOG = "gates/evidence.jsonl"
+
+
+@dataclass(frozen=True)
+class EvidenceRef:
+    path: str  # the history entry's reference: gates/evidence.jsonl#<offset>
+    sha256: str  # of the line's bytes, for the gate's event-log record
+
+
+class EvidenceLog:
+    """The run's evidence file, opened on the first append and held until :meth:`close`."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / EVIDENCE_LOG
+        self._file = None
+        self._end = 0
+
+    def append(self, evidence: dict) -> EvidenceRef:
+        """Append one evaluation's evidence (no fsync: the gate record that names it carries its hash).
+        No configured secret's value is written (:mod:`odin_magic.secrets`)."""
+        text = redact_text(json.dumps(evidence, ensure_ascii=False, separators=(",", ":")))
+        line = (text + "\n").encode("utf-8")
+        f = self._file or self._open()
+        offset = self._end
+        f.write(line)
+        self._end += len(line)
+        return EvidenceRef(f"{EVIDENCE_LOG}#{offset}", hashlib.sha256(line).hexdigest())
+
+    def _open(self):
+        self.path.parent.mkdir(exist_ok=True)
+        f = open(self.path, "ab", buffering=0)
+        end = f.seek(0, os.SEEK_END)
+        if end:  # a line torn by a crash mid-append: the next one starts on a line of its own
+            with open(self.path, "rb") as r:
+                r.seek(end - 1)
+                if r.read(1) != b"\n":
+                    end += f.write(b"\n")
+        self._file, self._end = f, end
+        return f
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read(run_dir: Path, ref: str) -> dict:
+    """The evidence a history entry names: a line of ``gates/evidence.jsonl`` (``...#<offset>``) or, in runs
+    recorded before, a file of its own. OSError when it cannot be read, ValueError when it is not evidence
+    (a torn or foreign line, a reference that leaves ``gates/``)."""
+    name, _, offset = ref.partition("#")
+    if not name.startswith("gates/") or ".." in Path(name).parts:
+        raise ValueError(f"{ref!r} is not a gate evidence reference")
+    path = Path(run_dir) / name
+    if not offset:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        if not offset.isdigit():
+            raise ValueError(f"{ref!r}: the offset is not a number")
+        with open(path, "rb") as f:
+            f.seek(int(offset))
+            line = f.readline()
+        if not line.endswith(b"\n"):
+            raise ValueError(f"{ref!r}: no complete line at that offset")
+        data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError(f"{ref!r} is not a gate's evidence")
+    return data
