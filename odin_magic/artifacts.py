@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .confine import check_confined
+from .confine import Confinement
 from .errors import OdinError
 
 RUN_SCOPED_TOP = "harness"
@@ -103,13 +103,16 @@ def placements(entries: list[str], project_dir: Path, run_dir: Path, stage_id: s
     return {e: place(e, project_dir, run_dir, stage_id) for e in entries}
 
 
-def confine(places: dict[str, Placement], project_dir: Path, run_dir: Path, stage_id: str | None = None) -> None:
+def confine(places: dict[str, Placement], project_dir: Path, run_dir: Path, stage_id: str | None = None,
+            within: Confinement | None = None) -> None:
     """Refuse (:class:`~odin_magic.confine.PathEscapes`) any placement whose real path (symbolic links
-    followed, for a path that does not exist yet too) leaves the project and the run dir."""
+    followed, for a path that does not exist yet too) leaves the project and the run dir (``within``:
+    those two, resolved already)."""
     where = f" of stage {stage_id!r}" if stage_id else ""
+    within = within or Confinement((project_dir, run_dir))
     for entry, p in places.items():
-        check_confined(p.path, (project_dir, run_dir), f"artifact {entry!r}{where}", base=project_dir,
-                       then="`odin run` (or `%odin run`) continues the run at this stage")
+        within.check(p.path, f"artifact {entry!r}{where}", base=project_dir,
+                     then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
 def project_relative(path: Path, project_dir: Path, is_dir: bool = False) -> str:

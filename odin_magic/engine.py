@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import filelock
 from pydantic import ValidationError
@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from . import completion, diffs, gates, judging, memory, mutation, reporting, rewind, routing, runreport, scope
 from . import evidence as gate_evidence
 from .artifacts import Placement, confine, placements, project_relative
-from .confine import PathEscapes
+from .confine import Confinement, PathEscapes
 from .catalog import LoopCatalog
 from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
@@ -188,6 +188,7 @@ class Session:
     worker: Worker | None  # None when the action performs no stage (abandon)
     passed: set[str] = field(default_factory=set)
     answer: str | None = None  # the user's reply to a waiting interview question (read by the runner)
+    confinement: Confinement | None = None  # the project and the run dir, resolved as the drive first needs them
 
     @property
     def state(self) -> RunState:
@@ -717,8 +718,10 @@ class Engine:
         run_dir = s.handle.run_dir
         produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
         consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        if s.confinement is None:
+            s.confinement = Confinement((self.project_dir, run_dir))
         try:
-            confine({**consumes, **produces}, self.project_dir, run_dir, stage.id)
+            confine({**consumes, **produces}, self.project_dir, run_dir, stage.id, within=s.confinement)
         except PathEscapes as exc:
             self._emit("stopped", s.state, stage=stage.id, text=exc.message)
             raise
@@ -789,7 +792,7 @@ class Engine:
         run_commands = st.dry is None or st.dry.run_commands
         judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
         out_of_scope = self._enforce_scope(stage, ckpt, run_dir) if ckpt is not None else None
-        env = gates.command_env(self.project_dir, run_dir, st.run_id, stage.id)
+        env = gates.CommandEnv(self.project_dir, run_dir, st.run_id, stage.id)
         try:
             outcome = out_of_scope or gates.evaluate(
                 stage, produces, judge_job, judge, sink,
@@ -846,7 +849,7 @@ class Engine:
                 if c.kind != "deleted" and c.path.endswith(".py") and not mutation.is_test_file(c.path)]
 
     def _prove_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome, files: list[str],
-                    env: dict[str, str]) -> None:
+                    env: Mapping[str, str]) -> None:
         """The discrimination sensor: the gate's commands must fail on mutants of the code (see mutation)."""
         self._emit("worker", s.state, stage=stage.id, text="mutation: checking that the gate's commands can fail",
                    data={"kind": "info"})
@@ -863,7 +866,7 @@ class Engine:
             outcome.passed, outcome.reason = False, report.reason()
 
     def _check_done(self, s: Session, stage: Stage, run_commands: bool, judge_job, sink,
-                    env: dict[str, str], on_command, outcome_changed: bool) -> completion.CompletionReport:
+                    env: Mapping[str, str], on_command, outcome_changed: bool) -> completion.CompletionReport:
         """Before the run may end: its acceptance criteria and the project's suite (see completion)."""
         changed = completion.changed_stages(s.handle.run_dir, s.state.history)
         code = completion.code_stage(s.loop, stage.id, changed + ([stage.id] if outcome_changed else []))

@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from . import judging
 from .artifacts import Placement
@@ -107,7 +107,30 @@ def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) ->
     return env
 
 
-def run_command(command: GateCommand, cwd: Path, env: dict[str, str]) -> CommandEvidence:
+class CommandEnv(Mapping):
+    """:func:`command_env`, copied from the process's environment when first used: a stage whose gate runs
+    no command (a judge-only gate, a dry run) does not pay for it at every transition."""
+
+    def __init__(self, project_dir: Path, run_dir: Path, run_id: str, stage_id: str):
+        self._args = (project_dir, run_dir, run_id, stage_id)
+        self._env: dict[str, str] | None = None
+
+    def _built(self) -> dict[str, str]:
+        if self._env is None:
+            self._env = command_env(*self._args)
+        return self._env
+
+    def __getitem__(self, key: str) -> str:
+        return self._built()[key]
+
+    def __iter__(self):
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+
+def run_command(command: GateCommand, cwd: Path, env: Mapping[str, str]) -> CommandEvidence:
     """Run one shell command in a process group of its own that never outlives the driver
     (:mod:`odin_magic.processes`): recorded in the run dir (``env["ODIN_RUN_DIR"]``) before it
     runs, killed whole when it ends, times out or is interrupted."""
@@ -176,7 +199,7 @@ def evaluate(
     judge_job: Callable[[list[CommandEvidence]], JudgeJob],
     worker: Worker,
     sink: EventSink,
-    env: dict[str, str],
+    env: Mapping[str, str],
     cwd: Path,
     run_commands: bool = True,
     on_command: Callable[[CommandEvidence], None] | None = None,

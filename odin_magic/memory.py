@@ -25,6 +25,7 @@ Each entry is a markdown section::
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,8 @@ class Memory:
     def entries(self, kind: str | None = None) -> list[Entry]:
         """Every entry, oldest first (decisions, then lessons, when ``kind`` is None)."""
         out: list[Entry] = []
+        if not os.path.lexists(self.dir):
+            return out  # no memory yet (nothing there, not even a link: each stage asks)
         for k in ([kind] if kind else list(FILES)):
             try:
                 text = self.path(k).read_text(encoding="utf-8")

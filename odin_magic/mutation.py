@@ -33,7 +33,7 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from .loop import GateCommand
 from .workers.base import CommandEvidence
@@ -302,7 +302,7 @@ def run_mutants(
     project_dir: Path,
     files: list[str],
     commands: list[GateCommand],
-    env: dict[str, str],
+    env: Mapping[str, str],
     run: Runner,
     *,
     baseline_s: float = 0.0,

@@ -38,7 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 RECORDS_DIR = "processes"  # in the run dir: one record per live process group
 
@@ -222,7 +222,7 @@ def reap_orphans(run_dir: Path, kind: str | None = None) -> list[str]:
 class GuardedCommand:
     """A shell command in its own process group, recorded in ``record_dir`` (when given) before it runs."""
 
-    def __init__(self, cmd: str, *, cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes],
+    def __init__(self, cmd: str, *, cwd: Path, env: Mapping[str, str], stdout: IO[bytes], stderr: IO[bytes],
                  record_dir: Path | None, kind: str = "gate"):
         preexec = _die_with_parent(os.getpid()) if _prctl is not None else None
         self.proc = subprocess.Popen(

@@ -315,3 +315,37 @@ def test_the_approval_panels_preview_never_reads_through_a_link_out(project, out
 def test_odin_new_takes_a_plain_loop_name_only(project, name):
     with pytest.raises(UsageError, match="is not a loop name"):
         loop_path(project, name)
+
+
+# -- resolving real paths quickly (issue 14: a transition checks its artifacts twice) ------------------
+
+
+def test_the_kernels_real_path_is_os_path_realpaths(tmp_path):
+    import os
+
+    from odin_magic.confine import real_text
+
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "f.txt").write_text("x")
+    (tmp_path / "to-d").symlink_to(tmp_path / "d")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "x.md")
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    for name in ["f.txt", "d", "to-d", "to-d/e", "to-d/../f.txt", "to-d/missing.md", "dangling", "loop-a",
+                 "missing/deeper.md", "d/./e/"]:
+        path = str(tmp_path / name)
+        assert real_text(path) == os.path.realpath(path), name
+
+
+def test_a_root_replaced_by_a_link_after_the_drive_resolved_it_does_not_move_the_boundary(tmp_path, outside):
+    from odin_magic.confine import Confinement
+
+    project, run_dir = tmp_path / "p", tmp_path / "p" / ".odin-loop" / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    within = Confinement((project, run_dir))
+    assert within.check(run_dir / "spec.md", "artifact 'spec.md'") == run_dir / "spec.md"
+    run_dir.rename(tmp_path / "moved")
+    run_dir.symlink_to(outside)  # the run dir now leads out: so does every artifact in it
+    with pytest.raises(PathEscapes, match=r"\.odin-loop/runs/r is a symbolic link to"):
+        within.check(run_dir / "secret.txt", "artifact 'secret.txt'", base=project)
+    assert not within.contains(run_dir / "secret.txt")

@@ -207,3 +207,13 @@ def test_a_directory_exists_when_it_has_content(tmp_path):
     assert not f.exists()
     f.path.write_text("")
     assert f.exists()
+
+
+def test_the_command_environment_is_copied_when_a_command_first_needs_it(dirs, monkeypatch):
+    project, run_dir = dirs
+    env = gates.CommandEnv(project, run_dir, "r1", "build")
+    monkeypatch.setenv("ODIN_TEST_LATE", "set after the stage began")  # copied at first use, not before
+    assert dict(env) == gates.command_env(project, run_dir, "r1", "build")
+    assert env["ODIN_TEST_LATE"] == "set after the stage began" and env["ODIN_STAGE"] == "build"
+    ev = gates.run_command(GateCommand(cmd='test "$ODIN_RUN_ID" = r1'), project, env)
+    assert ev.ok
