@@ -189,6 +189,7 @@ class Session:
     passed: set[str] = field(default_factory=set)
     answer: str | None = None  # the user's reply to a waiting interview question (read by the runner)
     confinement: Confinement | None = None  # the project and the run dir, resolved as the drive first needs them
+    places: dict[str, tuple[dict[str, Placement], dict[str, Placement]]] = field(default_factory=dict)  # by stage
 
     @property
     def state(self) -> RunState:
@@ -716,8 +717,10 @@ class Engine:
         """Where the stage's produces and consumes live; refused (a clear error naming the link, the run
         stays resumable) when one's real path leaves the project and the run dir through a symbolic link."""
         run_dir = s.handle.run_dir
-        produces = placements(stage.produces, self.project_dir, run_dir, stage.id)
-        consumes = placements(stage.consumes, self.project_dir, run_dir, stage.id)
+        if stage.id not in s.places:  # where they live by name does not change during a drive; the links may
+            s.places[stage.id] = (placements(stage.produces, self.project_dir, run_dir, stage.id),
+                                  placements(stage.consumes, self.project_dir, run_dir, stage.id))
+        produces, consumes = s.places[stage.id]
         if s.confinement is None:
             s.confinement = Confinement((self.project_dir, run_dir))
         try:
@@ -934,6 +937,8 @@ class Engine:
 
     def _enforce_scope(self, stage: Stage, ckpt: StageCheckpoint, run_dir: Path) -> gates.GateOutcome | None:
         """Revert what the stage changed outside its scope (odin_magic/scope.py); the failed gate, or None."""
+        if not ckpt.changes:
+            return None
         rule = scope.rule_for(stage, self.project_dir, run_dir)
         bad = scope.violations(rule, ckpt.changes)
         if not bad:
