@@ -5,9 +5,10 @@ the verdict, the files the stage changed...) is one JSON line appended to
 ``gates/evidence.jsonl`` in the run dir. Its history entry names it by
 reference, ``gates/evidence.jsonl#<byte offset>``, and the gate's event-log
 record carries the line's SHA-256: the log's fsync'd append is the
-transition's one fsync, and the evidence needs none of its own (a crash before
-the gate record re-runs the evaluation, whose line is appended again; the
-unreferenced line stays, harmless).
+transition's one fsync, and the evidence needs none of its own. A crash
+between the two leaves a line no record names (or a torn one): the next driver
+cuts it off before its first append (``cut_unnamed``), so the re-run
+evaluation's line takes the same place as in a run that never crashed.
 
 One file, appended to, rather than a file per evaluation: creating a file next
 to an fsync'd append costs ext4 a journal commit of its own, about half a
@@ -37,10 +38,15 @@ class EvidenceRef:
 
 
 class EvidenceLog:
-    """The run's evidence file, opened on the first append and held until :meth:`close`."""
+    """The run's evidence file, opened on the first append and held until :meth:`close`.
 
-    def __init__(self, run_dir: Path):
+    ``cut_unnamed``: the driver's handle, which knows the last reference its log holds (``last_named``,
+    None when there is none): what follows that line is cut off before the first append."""
+
+    def __init__(self, run_dir: Path, last_named: str | None = None, *, cut_unnamed: bool = False):
         self.path = Path(run_dir) / EVIDENCE_LOG
+        self._last_named = last_named
+        self._cut = cut_unnamed
         self._file = None
         self._end = 0
 
@@ -59,13 +65,27 @@ class EvidenceLog:
         self.path.parent.mkdir(exist_ok=True)
         f = open(self.path, "ab", buffering=0)
         end = f.seek(0, os.SEEK_END)
-        if end:  # a line torn by a crash mid-append: the next one starts on a line of its own
+        named = self._named_end(end) if self._cut else end
+        if named < end:  # lines no gate record names: a crash came between an evaluation and its record
+            f.truncate(named)
+            end = named
+        if end:  # a line torn by a crash mid-append (or lost by a power cut): the next starts a line of its own
             with open(self.path, "rb") as r:
                 r.seek(end - 1)
                 if r.read(1) != b"\n":
                     end += f.write(b"\n")
         self._file, self._end = f, end
         return f
+
+    def _named_end(self, size: int) -> int:
+        """Where the last line a gate record names ends (0: none is named; ``size``: it cannot be told)."""
+        name, _, offset = (self._last_named or "").partition("#")
+        if name != EVIDENCE_LOG or not offset.isdigit():
+            return 0 if not self._last_named or "#" not in self._last_named else size
+        with open(self.path, "rb") as r:
+            r.seek(int(offset))
+            line = r.readline()
+        return int(offset) + len(line) if line.endswith(b"\n") else size
 
     def close(self) -> None:
         if self._file is not None:

@@ -506,7 +506,9 @@ class RunHandle:
         self.state = state
         self._lock = lock
         self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
-        self.evidence = EvidenceLog(run_dir)  # gate evidence, appended before the gate record that names it
+        # gate evidence, appended before the gate record that names it; a line no record names is cut off
+        last = next((e.evidence for e in reversed(state.history) if e.evidence), None) if state is not None else None
+        self.evidence = EvidenceLog(run_dir, last, cut_unnamed=True)
         self.refresh_records = refresh_records
         self.refresh_seconds = refresh_seconds
         # the log_seq state.json holds: behind the state when the run was opened from a log that had grown since

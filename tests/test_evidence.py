@@ -81,3 +81,47 @@ def test_a_run_writes_no_file_per_evaluation(project, write_loop):
     refs = [e.evidence for e in state.history if e.evidence]
     assert len(refs) == len(set(refs)) >= 3
     assert [evidence.read(run_dir, r)["stage"] for r in refs] == [e.stage for e in state.history if e.evidence]
+
+
+def test_the_driver_cuts_off_lines_no_gate_record_names(tmp_path):
+    log = EvidenceLog(tmp_path)
+    named = log.append({"n": 1}).path
+    log.append({"n": "evaluated, then a crash before its record"})
+    log.close()
+    with open(tmp_path / EVIDENCE_LOG, "ab") as f:
+        f.write(b'{"n": "torn')
+    again = EvidenceLog(tmp_path, named, cut_unnamed=True)
+    ref = again.append({"n": 2})
+    again.close()
+    assert ref.path == f"{EVIDENCE_LOG}#{len(json.dumps({'n': 1}, separators=(',', ':'))) + 1}"
+    assert [json.loads(line) for line in (tmp_path / EVIDENCE_LOG).read_bytes().splitlines()] == [{"n": 1}, {"n": 2}]
+    fresh = EvidenceLog(tmp_path, None, cut_unnamed=True)  # no record names any line: all of it goes
+    assert fresh.append({"n": 3}).path == f"{EVIDENCE_LOG}#0"
+    fresh.close()
+
+
+def test_a_crash_between_an_evaluation_and_its_record_resumes_to_the_same_references(tmp_path, write_loop):
+    """The re-run evaluation's evidence takes the place it has in a run that never crashed."""
+    script = ["test:fail"]
+
+    def drive(crash: bool):
+        project = tmp_path / ("crashed" if crash else "reference")
+        project.mkdir()
+        write_loop(into=project)
+        engine = Engine(project)
+        state = engine.start("demo", "t", dry=DryOptions(gates=script))  # pauses at the first ai+human gate
+        assert state.status == "awaiting_approval"
+        run_dir = engine.run_dir(state.run_id)
+        if crash:  # what a kill -9 after the next evaluation, before its record, leaves behind
+            with open(run_dir / EVIDENCE_LOG, "ab") as f:
+                f.write(b'{"stage":"implement","evaluation":99,"passed":true}\n{"stage":"impl')
+        while state.active:
+            state = engine.approve()
+        return state, run_dir
+
+    reference, _ = drive(crash=False)
+    state, run_dir = drive(crash=True)
+    assert state.status == reference.status == "done"
+    assert [e.evidence for e in state.history] == [e.evidence for e in reference.history]
+    assert b'"evaluation":99' not in (run_dir / EVIDENCE_LOG).read_bytes()
+    assert all(evidence.read(run_dir, e.evidence)["stage"] == e.stage for e in state.history if e.evidence)
