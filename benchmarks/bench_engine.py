@@ -1,7 +1,7 @@
 """The engine's cost per stage transition (issue 14), in one run.
 
 A transition is one stage execution with the dry worker (no model, no delay)
-plus its gate: placeholder check, evidence file, one fsync'd event-log record.
+plus its gate: placeholder check, its evidence line, one fsync'd event-log record.
 The run is first given a history of N entries (10, 1,000, 10,000 and 100,000
 by default) to show whether the cost grows with the history's length. Prints:
 
@@ -112,7 +112,7 @@ def grow_history(store, run_id: str, n: int) -> None:
         for i in range(n):
             seq += 1
             stage, result = ("build", "pass") if i % 2 == 0 else ("check", "fail")
-            entry = {"stage": stage, "result": result, "gate": "ai", "at": at, "evidence": f"gates/{i + 1:04d}-{stage}.json"}
+            entry = {"stage": stage, "result": result, "gate": "ai", "at": at, "evidence": f"gates/evidence.jsonl#{i * 420}"}
             changes = {"feedback": None, "status": "running", "current_stage": "check" if stage == "build" else "build"}
             if result == "fail":
                 entry["reason"] = "dry run: scripted failure (check:fail)"
