@@ -53,7 +53,10 @@ def state_json_pieces(state: RunState, per: int = ENTRIES_PER_PIECE) -> Iterator
         yield state.model_dump_json(**_OPTIONS)
         return
     text = state.model_copy(update={"history": []}).model_dump_json(**_OPTIONS)
-    head, _, tail = text.partition(_EMPTY_HISTORY)
+    head, found, tail = text.partition(_EMPTY_HISTORY)
+    if not found:  # not the layout this expects: the text in one piece rather than a wrong one
+        yield state.model_dump_json(**_OPTIONS)
+        return
     yield head + '\n "history": ['
     for start in range(0, len(history), per):
         # '[\n {\n  "stage": ...\n }\n]': the entries one level deeper in state.json, so one more space a line

@@ -165,3 +165,11 @@ def test_an_unreadable_state_json_is_an_error_of_its_kind(tmp_path):
         (tmp_path / STATE_NAME).write_text(text, encoding="latin-1")
         with pytest.raises(ValueError):
             read_state(tmp_path / STATE_NAME)
+
+
+def test_a_layout_it_does_not_expect_is_written_in_one_piece(monkeypatch):
+    from odin_magic import statefile
+
+    monkeypatch.setattr(statefile, "_EMPTY_HISTORY", "\n a layout pydantic never writes")
+    state = read_state(FIXTURE / STATE_NAME)
+    assert list(state_json_pieces(state, per=1)) == [state.model_dump_json(indent=1, exclude_none=True)]
