@@ -744,7 +744,7 @@ class Engine:
             run_dir=run_dir, agent=agent, consumes={k: v.path for k, v in consumes.items()},
             produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
             last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
-            memory=memory.relevant(self.project_dir, stage, s.loop),
+            memory=memory.relevant(self.project_dir, stage, s.loop), spent=st.usage.total,
         )
 
         def sink(ev: WorkerEvent) -> None:

@@ -338,6 +338,33 @@ def test_the_budget_also_stops_a_stage_while_it_runs(project: Path, fake: FakeMe
     assert any("budget is used up" in e.text for e in events if e.kind == "worker")
 
 
+def test_the_budget_bounds_a_stage_with_what_the_run_spent_before_it_even_before_state_json_says_so(
+        project: Path, fake: FakeMessages, write_loop):
+    """What earlier stages spent is in the event log before state.json is refreshed: the stage is told it."""
+    write_loop("""
+        name: two
+        max_iterations: 3
+        budget: {max_tokens: 5000}
+        stages:
+          - id: first
+            produces: [one/]
+            gate: {mode: ai, check: one exists}
+          - id: second
+            produces: [out/]
+            gate: {mode: ai, check: out exists}
+    """)
+    fake.tool("bash", {"command": "mkdir -p one && echo 1 > one/1.txt"}, usage={"input_tokens": 3000, "output_tokens": 0})
+    fake.reply("first done")
+    fake.verdict(status="DONE", passed=True, reasons=["one exists"])
+    for i in range(4):
+        fake.tool("bash", {"command": f"mkdir -p out && echo {i} > out/{i}.txt"},
+                  usage={"input_tokens": 1500, "output_tokens": 0})
+    state = Engine(project, worker=worker_for(fake)).start("two", "spend")
+    assert state.status == "failed" and "over budget" in (state.failure_reason or "")
+    assert state.usage.total.input_tokens == 3000 + 10 + 7 + 1500 + 1500  # the second stage's second call ends it
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["0.txt"]
+
+
 def test_a_stage_ends_at_its_turn_limit_with_a_note(project: Path, fake: FakeMessages):
     loop = loop_from(LOOP)
     for i in range(3):

@@ -93,6 +93,7 @@ class StageJob:
     attempt: int = 0  # iterations[stage] so far
     max_turns: int | None = None  # a bound tighter than the settings' (the judge's explorer)
     memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.memory)
+    spent: Usage = field(default_factory=Usage)  # what the run used before this stage (its budget bounds the stage)
 
 
 @dataclass(frozen=True)

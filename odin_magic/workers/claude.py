@@ -48,7 +48,7 @@ from ..processes import reap_orphans
 from ..roles import STUB_DIR, load_persona, policy_for
 from ..secrets import redact, redact_request, register
 from ..loop import Loop
-from ..state import RunState, Usage
+from ..state import Usage
 from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 from .conversation import RunThread, estimate_tokens
 from .structured import ask_structured
@@ -268,14 +268,6 @@ def malformed_reply(exc: Exception, what: str) -> WorkerError:
     )
 
 
-def spent_before(run_dir: Path) -> Usage:
-    """What the run had used before this stage, from its state.json (zero when unreadable)."""
-    try:
-        return RunState.model_validate_json((Path(run_dir) / "state.json").read_text(encoding="utf-8")).usage.total
-    except (OSError, ValueError):
-        return Usage()
-
-
 def over_budget(loop: Loop, used: Usage) -> str | None:
     """Why ``used`` is past the loop's budget, or None."""
     return loop.budget.exceeded(used.total_tokens, used.cost_usd) if loop.budget is not None else None
@@ -354,7 +346,7 @@ class ClaudeWorker:
             if dropped:
                 emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
             messages = thread.request_messages(brief)
-        prior = spent_before(job.run_dir)  # the loop's budget also bounds a stage while it runs
+        prior = job.spent  # the loop's budget also bounds a stage while it runs
         start = len(messages) - 1  # the new stage's user message
         history = list(messages)
         text_out = _Lines(lambda line: emit("text", line))
