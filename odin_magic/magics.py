@@ -209,7 +209,10 @@ class OdinMagics(Magics):
     def runner(self) -> NotebookRunner:
         where = self.project_dir
         if where not in self._runners:
-            self._runners[where] = NotebookRunner(where, self._make_engine, self._make_worker)
+            from .foreground import kernel_foreground
+
+            self._runners[where] = NotebookRunner(where, self._make_engine, self._make_worker,
+                                                  foreground=kernel_foreground(self.shell))
         return self._runners[where]
 
     def _settings_changed(self, change) -> None:

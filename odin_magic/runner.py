@@ -18,6 +18,7 @@ from .errors import NoActiveRun, OdinError, RunRefused
 from .lazy import lazy
 
 if TYPE_CHECKING:  # the engine and the models load with the first engine, not with `%load_ext`
+    from .foreground import Foreground
     from .state import DryOptions, RunState
 
 require_not_paused, require_stage, require_status, require_task, require_text = (
@@ -37,9 +38,12 @@ SETTLE_TIMEOUT = 120.0
 
 
 class NotebookRunner:
-    def __init__(self, project_dir: Path, engine_factory: EngineFactory, worker_factory: WorkerFactory | None = None):
+    def __init__(self, project_dir: Path, engine_factory: EngineFactory, worker_factory: WorkerFactory | None = None,
+                 foreground: Foreground | None = None):
         self.project_dir = Path(project_dir)
         self.fanout = EventFanout()
+        #: the kernel's requests, which a background drive gives way to (None: not in a kernel; see foreground.py)
+        self.foreground = foreground
         self.drive = BackgroundDrive()
         self._engine_factory = engine_factory
         self._worker_factory = worker_factory
@@ -58,8 +62,17 @@ class NotebookRunner:
     def engine(self):
         """The driving engine (created on first use, with the fan-out as its listener)."""
         if self._engine is None:
-            self._engine = self._engine_factory(self.project_dir, listener=self.fanout)
+            self._engine = self._engine_factory(self.project_dir, listener=self._deliver)
         return self._engine
+
+    def _deliver(self, event) -> None:
+        """The engine's listener: the event goes to every subscriber. On the drive's thread, the drive gives way
+        to a cell or widget message the kernel is handling before and after (foreground.py says why)."""
+        if self.foreground is not None:
+            self.foreground.give_way()
+        self.fanout(event)
+        if self.foreground is not None:
+            self.foreground.give_way()
 
     def reader(self):
         """The engine for reads: it answers status/runs/active while it drives (live state)."""
@@ -112,6 +125,8 @@ class NotebookRunner:
             self.chart_redraws.request()
 
     def _redraw_charts(self) -> None:
+        if self.foreground is not None:  # a drawing holds the interpreter for a while: not while a cell runs
+            self.foreground.give_way()
         charts, run_id, final = list(self.charts), self._chart_run, self._chart_final
         if charts and run_id is not None:
             state = final or self.engine.status(run_id)  # else a snapshot of the live state, the drive going on
@@ -152,7 +167,20 @@ class NotebookRunner:
         self.drive.refuse_if_busy()  # before ``ready``: a refused action shows no view
         if ready is not None:
             ready()
-        self.drive.submit(label, call)
+        self.drive.submit(label, self._in_kernel(call))
+
+    def _in_kernel(self, call):
+        """``call`` with the interpreter's switch interval shortened while it drives, in a kernel (foreground.py)."""
+        if self.foreground is None:
+            return call
+
+        def driving():
+            from .foreground import short_switch_interval
+
+            with short_switch_interval():
+                return call()
+
+        return driving
 
     def _paused_in(self, statuses: tuple[str, ...]) -> bool:
         try:

@@ -1,0 +1,154 @@
+"""The kernel's own requests come first: a background drive gives way while the kernel handles one.
+
+A run drives in a thread of the kernel's process (see :mod:`odin_magic.background`).
+Every thread of that process shares one interpreter lock (the GIL), and a
+dry run's transitions are mostly Python: the drive thread wants the lock all
+the time. A cell's round trip in ipykernel passes through several threads
+(the shell channel thread receives the request, the main thread runs it, the
+IOPub thread publishes its status and result, the shell channel thread sends
+the reply), and at each hand-off, and all through the cell's own Python work,
+the kernel's threads share the lock with the drive: a ``1+1`` cell took about
+twice as long during a run as in an idle kernel. Shortening the interpreter's
+switch interval alone does not change that share, because the contention is
+symmetric: the drive takes the lock back as often as it gives it up.
+
+So the drive yields to the kernel instead: :class:`Foreground` knows when the
+kernel is handling a request (ipykernel's ``pre_handler_hook`` and
+``post_handler_hook``, which frame every cell and every widget message; IPython's
+``pre_execute`` / ``post_execute`` events where there is no kernel), and the
+drive thread calls :meth:`Foreground.give_way` after delivering each engine
+event: while a request is being handled, it waits for the request's end, but
+never more than :data:`GIVE_WAY_MAX` seconds after the request began, so that a
+long cell (``time.sleep(60)``, ``%odin wait``, a pandas job) does not stall the
+run: it drives on after that, as before. An idle kernel never makes the drive
+wait. While a background drive runs, the switch interval is also shortened
+(:data:`DRIVE_SWITCH_INTERVAL`, restored when the last drive ends): the drive
+does not wait between its steps for the kernel's threads that need the lock
+only for a moment (publishing a message), and those wait less for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from typing import Any, Iterator
+
+#: The longest a drive waits, counted from the start of the kernel's request, before it drives on anyway.
+GIVE_WAY_MAX = 0.05
+#: sys.setswitchinterval while a background drive runs in a kernel (None: leave it alone).
+DRIVE_SWITCH_INTERVAL: float | None = 0.001
+
+_interval_lock = threading.Lock()
+_interval_users = 0
+_interval_saved: float | None = None
+
+
+@contextlib.contextmanager
+def short_switch_interval(interval: float | None = None) -> Iterator[None]:
+    """The interpreter's switch interval set to ``interval`` (default :data:`DRIVE_SWITCH_INTERVAL`) for the
+    block, and restored when the last block that set it ends (two projects may drive at once)."""
+    global _interval_users, _interval_saved
+    interval = DRIVE_SWITCH_INTERVAL if interval is None else interval
+    if interval is None:
+        yield
+        return
+    with _interval_lock:
+        if _interval_users == 0:
+            _interval_saved = sys.getswitchinterval()
+            sys.setswitchinterval(interval)
+        _interval_users += 1
+    try:
+        yield
+    finally:
+        with _interval_lock:
+            _interval_users -= 1
+            if _interval_users == 0 and _interval_saved is not None:
+                sys.setswitchinterval(_interval_saved)
+                _interval_saved = None
+
+
+class Foreground:
+    """Whether the kernel is handling a request now, for background work to give way to it."""
+
+    def __init__(self, max_wait: float = GIVE_WAY_MAX):
+        self.max_wait = max_wait
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._depth = 0  # requests being handled (subshells can overlap)
+        self._since = 0.0  # time.monotonic() when the kernel last became busy
+
+    @property
+    def busy(self) -> bool:
+        return not self._idle.is_set()
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._since = time.monotonic()
+                self._idle.clear()
+            self._depth += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._depth = max(0, self._depth - 1)
+            if self._depth == 0:
+                self._idle.set()
+
+    def give_way(self) -> None:
+        """Wait while the kernel handles a request, at most ``max_wait`` seconds after it began (background
+        threads only: the kernel's own thread never waits for itself)."""
+        if self._idle.is_set() or threading.current_thread() is threading.main_thread():
+            return
+        left = self._since + self.max_wait - time.monotonic()
+        if left > 0:
+            self._idle.wait(left)
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
+
+
+def kernel_foreground(shell: Any) -> Foreground | None:
+    """The :class:`Foreground` of ``shell``'s kernel, installed on first use; None outside IPython."""
+    if shell is None:
+        return None
+    existing = getattr(shell, "_odin_foreground", None)
+    if isinstance(existing, Foreground):
+        return existing
+    foreground = Foreground()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is not None and callable(getattr(kernel, "pre_handler_hook", None)) \
+            and callable(getattr(kernel, "post_handler_hook", None)):
+        _wrap_handler_hooks(kernel, foreground)
+    elif getattr(shell, "events", None) is not None:  # a terminal IPython: its cells
+        shell.events.register("pre_execute", foreground.begin)
+        shell.events.register("post_execute", foreground.end)
+    else:
+        return None
+    shell._odin_foreground = foreground
+    return foreground
+
+
+def _wrap_handler_hooks(kernel: Any, foreground: Foreground) -> None:
+    """ipykernel calls ``pre_handler_hook()`` before it handles a shell message (a cell, a widget's message)
+    and ``post_handler_hook()`` after; wrap this kernel's two (on the instance: its class is untouched)."""
+    pre, post = kernel.pre_handler_hook, kernel.post_handler_hook
+
+    def pre_handler_hook():
+        foreground.begin()
+        return pre()
+
+    def post_handler_hook():
+        try:
+            return post()
+        finally:
+            foreground.end()
+
+    kernel.pre_handler_hook, kernel.post_handler_hook = pre_handler_hook, post_handler_hook

@@ -1,0 +1,141 @@
+"""A background drive gives way to the kernel's requests (issue 14: a cell during a run stays quick).
+
+While the kernel handles a cell or a widget message, the drive waits before its next event, at most
+``max_wait`` seconds after the request began (a long cell never stalls the run); the interpreter's switch
+interval is shortened while a drive runs in a kernel and restored when it ends. See odin_magic/foreground.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+from nbtools import Kernel, text_of
+from odin_magic.engine import Engine
+from odin_magic.foreground import Foreground, short_switch_interval
+from odin_magic.runner import NotebookRunner
+from odin_magic.state import DryOptions
+
+#: a loop that goes round for as long as the test lets it (its check stage fails each time)
+ROUNDS_LOOP = """\
+name: rounds
+max_iterations: 100000000
+max_repeats: 100000000
+stages:
+  - id: build
+    produces: [notes.md]
+    gate: {mode: ai, check: notes exist}
+  - id: check
+    produces: [report.md]
+    gate: {mode: ai, check: the report is green, on_fail: build}
+"""
+GATES = ",".join(["check:fail"] * 100000)
+
+
+def write_rounds_loop(project) -> None:
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True, exist_ok=True)
+    (loops / "rounds.yaml").write_text(ROUNDS_LOOP, encoding="utf-8")
+
+
+class EventCounter:
+    """Subscribed to a runner's events: ``reached`` is set once ``n`` events arrived after ``arm()``."""
+
+    def __init__(self, n: int):
+        self.n, self.count, self.reached = n, 0, threading.Event()
+
+    def __call__(self, event) -> None:
+        self.count += 1
+        if self.count >= self.n:
+            self.reached.set()
+
+
+def test_a_drive_waits_while_the_kernel_handles_a_request_and_drives_on_after(tmp_path):
+    write_rounds_loop(tmp_path)
+    foreground = Foreground(max_wait=600)
+    runner = NotebookRunner(tmp_path, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
+    runner.start("rounds", "t", dry=DryOptions(gates=["check:fail"] * 100000))
+    try:
+        foreground.begin()  # as ipykernel's pre_handler_hook does when a cell arrives
+        held = EventCounter(3)  # at most the event in flight when the request began gets through
+        runner.fanout.subscribe(held)
+        assert not held.reached.wait(1.0), f"{held.count} events while the kernel handled a request"
+        after = EventCounter(3)
+        runner.fanout.subscribe(after)
+        foreground.end()  # post_handler_hook: the request is over
+        assert after.reached.wait(60), "the drive did not go on after the request"
+        assert runner.drive.busy
+    finally:
+        runner.stop()
+        runner.wait(60)
+
+
+def test_a_long_request_does_not_stall_the_run(tmp_path):
+    write_rounds_loop(tmp_path)
+    foreground = Foreground(max_wait=0.05)
+    runner = NotebookRunner(tmp_path, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
+    runner.start("rounds", "t", dry=DryOptions(gates=["check:fail"] * 100000))
+    try:
+        with foreground.request():  # a cell that takes as long as the drive needs to make 20 events
+            events = EventCounter(20)
+            runner.fanout.subscribe(events)
+            assert events.reached.wait(60), "the run stalled while a long cell ran"
+    finally:
+        runner.stop()
+        runner.wait(60)
+
+
+def test_the_kernel_thread_itself_never_waits():
+    foreground = Foreground(max_wait=600)
+    with foreground.request():
+        foreground.give_way()  # the main thread handles the request: returns at once (no deadlock)
+    assert not foreground.busy
+
+
+def test_the_switch_interval_is_restored_when_the_last_drive_ends():
+    before = sys.getswitchinterval()
+    with short_switch_interval(0.0007):
+        assert sys.getswitchinterval() == 0.0007
+        with short_switch_interval(0.0007):  # a second project driving at the same time
+            pass
+        assert sys.getswitchinterval() == 0.0007  # still one drive going
+    assert sys.getswitchinterval() == before
+
+
+CELL_RUNNER = "_odin_runner = get_ipython().magics_manager.registry['OdinMagics'].runner()"
+
+
+def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval_only_while_it_drives(tmp_path):
+    write_rounds_loop(tmp_path)
+    k = Kernel(tmp_path)
+    try:
+        k.execute("%load_ext odin_magic\nimport sys, json, threading\n_before = sys.getswitchinterval()")
+        k.execute(f"%odin run rounds --task t --dry --gates {GATES}")
+        k.execute(CELL_RUNNER)
+        seen = json.loads(text_of(k.execute(
+            "print(json.dumps({'busy': _odin_runner.drive.busy, 'interval': sys.getswitchinterval(),"
+            " 'before': _before}))")))
+        assert seen["busy"], "the run should still be driving"
+        assert seen["interval"] < seen["before"]  # shortened while the drive runs in the background
+        # a cell that waits for the run's next events: the run waits for the cell instead (max_wait: long)
+        cell = (
+            "_odin_runner.foreground.max_wait = {max_wait}\n"
+            "_n = [0]; _reached = threading.Event()\n"
+            "def _count(event):\n"
+            "    _n[0] += 1\n"
+            "    if _n[0] >= 3: _reached.set()\n"
+            "_odin_runner.fanout.subscribe(_count)\n"
+            "print(json.dumps({{'reached': _reached.wait({timeout}), 'events': _n[0]}}))\n"
+            "_odin_runner.fanout.unsubscribe(_count)")
+        held = json.loads(text_of(k.execute(cell.format(max_wait=600, timeout=1.0))))
+        assert not held["reached"], f"the run made {held['events']} events while a cell ran"
+        # the same cell with the default bound: after max_wait the run drives on during the cell
+        going = json.loads(text_of(k.execute(cell.format(max_wait=0.05, timeout=60))))
+        assert going["reached"], "the run stalled while a long cell ran"
+        k.execute("%odin stop\n%odin wait --timeout 120")
+        after = json.loads(text_of(k.execute(
+            "print(json.dumps({'busy': _odin_runner.drive.busy, 'interval': sys.getswitchinterval()}))")))
+        assert not after["busy"] and after["interval"] == seen["before"]  # restored when the drive ended
+    finally:
+        k.shutdown()
