@@ -13,8 +13,9 @@ switch interval alone does not change that share, because the contention is
 symmetric: the drive takes the lock back as often as it gives it up.
 
 So the drive yields to the kernel instead: :class:`Foreground` knows when the
-kernel is handling a request (ipykernel's ``pre_handler_hook`` and
-``post_handler_hook``, which frame every cell and every widget message; IPython's
+kernel is handling a request (ipykernel's ``dispatch_shell``, which handles every
+cell and every widget message from its busy status to its idle status, or its
+``pre_handler_hook`` / ``post_handler_hook`` around the handler alone; IPython's
 ``pre_execute`` / ``post_execute`` events where there is no kernel), and the
 drive thread calls :meth:`Foreground.give_way` after delivering each engine
 event: while a request is being handled, it waits for the request's end, but
@@ -30,6 +31,7 @@ only for a moment (publishing a message), and those wait less for it.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 import threading
 import time
@@ -124,7 +126,9 @@ def kernel_foreground(shell: Any) -> Foreground | None:
         return existing
     foreground = Foreground()
     kernel = getattr(shell, "kernel", None)
-    if kernel is not None and callable(getattr(kernel, "pre_handler_hook", None)) \
+    if kernel is not None and inspect.iscoroutinefunction(getattr(kernel, "dispatch_shell", None)):
+        _wrap_dispatch_shell(kernel, foreground)
+    elif kernel is not None and callable(getattr(kernel, "pre_handler_hook", None)) \
             and callable(getattr(kernel, "post_handler_hook", None)):
         _wrap_handler_hooks(kernel, foreground)
     elif getattr(shell, "events", None) is not None:  # a terminal IPython: its cells
@@ -134,6 +138,22 @@ def kernel_foreground(shell: Any) -> Foreground | None:
         return None
     shell._odin_foreground = foreground
     return foreground
+
+
+def _wrap_dispatch_shell(kernel: Any, foreground: Foreground) -> None:
+    """ipykernel's main thread handles each shell message (a cell, a widget's message) in ``dispatch_shell``:
+    from reading it, through its busy status, the handler and the reply, to its idle status. Wrap this
+    kernel's (on the instance: its class is untouched; the kernel looks it up at each message)."""
+    dispatch = kernel.dispatch_shell
+
+    async def dispatch_shell(*args: Any, **kwargs: Any) -> Any:
+        foreground.begin()
+        try:
+            return await dispatch(*args, **kwargs)
+        finally:
+            foreground.end()
+
+    kernel.dispatch_shell = dispatch_shell
 
 
 def _wrap_handler_hooks(kernel: Any, foreground: Foreground) -> None:
