@@ -118,9 +118,9 @@ def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval
             " 'before': _before}))")))
         assert seen["busy"], "the run should still be driving"
         assert seen["interval"] < seen["before"]  # shortened while the drive runs in the background
-        # a cell that waits for the run's next events: the run waits for the cell instead (max_wait: long)
+        # a cell that waits for the run's next events: the run waits for the cell instead (max_wait: long;
+        # set in a cell of its own, before: the drive reads it when the next cell begins)
         cell = (
-            "_odin_runner.foreground.max_wait = {max_wait}\n"
             "_n = [0]; _reached = threading.Event()\n"
             "def _count(event):\n"
             "    _n[0] += 1\n"
@@ -128,10 +128,12 @@ def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval
             "_odin_runner.fanout.subscribe(_count)\n"
             "print(json.dumps({{'reached': _reached.wait({timeout}), 'events': _n[0]}}))\n"
             "_odin_runner.fanout.unsubscribe(_count)")
-        held = json.loads(text_of(k.execute(cell.format(max_wait=600, timeout=1.0))))
+        k.execute("_odin_runner.foreground.max_wait = 600")
+        held = json.loads(text_of(k.execute(cell.format(timeout=1.0))))
         assert not held["reached"], f"the run made {held['events']} events while a cell ran"
         # the same cell with the default bound: after max_wait the run drives on during the cell
-        going = json.loads(text_of(k.execute(cell.format(max_wait=0.05, timeout=60))))
+        k.execute("_odin_runner.foreground.max_wait = 0.05")
+        going = json.loads(text_of(k.execute(cell.format(timeout=60), timeout=120)))
         assert going["reached"], "the run stalled while a long cell ran"
         k.execute("%odin stop\n%odin wait --timeout 120")
         after = json.loads(text_of(k.execute(
