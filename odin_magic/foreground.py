@@ -100,9 +100,12 @@ class Foreground:
                 self._idle.set()
 
     def give_way(self) -> None:
-        """Wait while the kernel handles a request, at most ``max_wait`` seconds after it began (background
-        threads only: the kernel's own thread never waits for itself)."""
-        if self._idle.is_set() or threading.current_thread() is threading.main_thread():
+        """Wait while the kernel handles a request, at most ``max_wait`` seconds after it began; else hand the
+        interpreter over for a moment (background threads only: the kernel's own thread never waits for itself)."""
+        if threading.current_thread() is threading.main_thread():
+            return
+        if self._idle.is_set():
+            time.sleep(0)  # the interpreter to a kernel thread a request just woke, now rather than at a switch
             return
         left = self._since + self.max_wait - time.monotonic()
         if left > 0:

@@ -93,6 +93,38 @@ def test_the_kernel_thread_itself_never_waits():
     assert not foreground.busy
 
 
+def test_in_an_idle_kernel_a_drive_hands_the_interpreter_over_at_each_point_it_gives_way():
+    """A kernel thread that an arriving request wakes gets the interpreter at the drive's next give-way point,
+    not at the next forced switch (set here to 5 s: only a hand-over lets it run while the drive spins)."""
+    foreground, woke, ran = Foreground(), threading.Event(), threading.Event()
+    seen: list[int | None] = []
+
+    def kernel_thread() -> None:
+        woke.wait()
+        ran.set()
+
+    def drive() -> None:
+        for calls in range(1_000_000):
+            if ran.is_set():
+                seen.append(calls)
+                return
+            if calls == 10:
+                woke.set()  # a request arrives while the drive runs
+            foreground.give_way()  # the kernel is idle: never a wait
+        seen.append(None)  # the kernel thread never ran while the drive went on
+
+    threading.Thread(target=kernel_thread, daemon=True).start()
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(5)
+    try:
+        driver = threading.Thread(target=drive, daemon=True)
+        driver.start()
+        driver.join(120)
+    finally:
+        sys.setswitchinterval(before)
+    assert seen and seen[0] is not None
+
+
 def test_the_switch_interval_is_restored_when_the_last_drive_ends():
     before = sys.getswitchinterval()
     with short_switch_interval(0.0007):
