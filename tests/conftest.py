@@ -28,6 +28,23 @@ stages:
 """
 
 #: Three ai-gated stages in a row, nothing else: the plainest path through a loop.
+def pingpong_loop(name: str = "pingpong", cap: int = 1000) -> str:
+    """A loop that goes round while its gate script says so: build, then check, whose failure loops back to
+    build; ``cap`` bounds the loopbacks and the repeats."""
+    return f"""\
+name: {name}
+max_iterations: {cap}
+max_repeats: {cap}
+stages:
+  - id: build
+    produces: [notes.md]
+    gate: {{mode: ai, check: notes exist}}
+  - id: check
+    produces: [report.md]
+    gate: {{mode: ai, check: the report is green, on_fail: build}}
+"""
+
+
 LINEAR = """
 name: linear
 max_iterations: 3

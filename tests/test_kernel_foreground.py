@@ -11,6 +11,7 @@ import json
 import sys
 import threading
 
+from conftest import pingpong_loop
 from nbtools import Kernel, text_of
 from odin_magic.engine import Engine
 from odin_magic.foreground import Foreground, short_switch_interval
@@ -18,18 +19,7 @@ from odin_magic.runner import NotebookRunner
 from odin_magic.state import DryOptions
 
 #: a loop that goes round for as long as the test lets it (its check stage fails each time)
-ROUNDS_LOOP = """\
-name: rounds
-max_iterations: 100000000
-max_repeats: 100000000
-stages:
-  - id: build
-    produces: [notes.md]
-    gate: {mode: ai, check: notes exist}
-  - id: check
-    produces: [report.md]
-    gate: {mode: ai, check: the report is green, on_fail: build}
-"""
+ROUNDS_LOOP = pingpong_loop("rounds", 100000000)
 GATES = ",".join(["check:fail"] * 100000)
 
 

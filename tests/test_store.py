@@ -8,6 +8,7 @@ import socket
 
 import pytest
 
+from conftest import pingpong_loop
 from odin_magic.engine import Engine
 from odin_magic.errors import RunLocked
 from odin_magic.state import DryOptions
@@ -337,18 +338,7 @@ def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]  # no temp file left behind
 
 
-BENCH_LOOP = """
-name: pingpong
-max_iterations: 1000
-max_repeats: 1000
-stages:
-  - id: build
-    produces: [notes.md]
-    gate: {mode: ai, check: notes exist}
-  - id: check
-    produces: [report.md]
-    gate: {mode: ai, check: the report is green, on_fail: build}
-"""
+BENCH_LOOP = pingpong_loop()
 
 
 def test_a_transition_costs_one_fsync(project, write_loop, monkeypatch):
