@@ -71,10 +71,6 @@ class CompletionReport:
         return [c for c in self.criteria if c.priority == "P0" and c.status == "fail"]
 
     @property
-    def failing_p1(self) -> list[CriterionResult]:
-        return [c for c in self.criteria if c.priority == "P1" and c.status == "fail"]
-
-    @property
     def passed(self) -> bool:
         regression_ok = self.regression is None or self.regression.passed
         return not self.failing_p0 and regression_ok and not self.problems
@@ -232,15 +228,16 @@ def changed_stages(run_dir: Path, history: list, look_back: int = 50) -> list[st
     from . import evidence
 
     out = []
-    for entry in history[-look_back:]:
-        if not entry.evidence or entry.gate == "approved":
-            continue
-        try:
-            changes = evidence.read(Path(run_dir), entry.evidence).get("changes") or []
-        except (OSError, ValueError, AttributeError):
-            continue
-        if any(isinstance(c, dict) and not str(c.get("path", "")).endswith(".ipynb") for c in changes):
-            out.append(entry.stage)
+    with evidence.EvidenceReader(Path(run_dir)) as reader:
+        for entry in history[-look_back:]:
+            if not entry.evidence or entry.gate == "approved":
+                continue
+            try:
+                changes = reader.read(entry.evidence).get("changes") or []
+            except (OSError, ValueError, AttributeError):
+                continue
+            if any(isinstance(c, dict) and not str(c.get("path", "")).endswith(".ipynb") for c in changes):
+                out.append(entry.stage)
     return out
 
 

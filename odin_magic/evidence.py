@@ -25,6 +25,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .secrets import redact_text
 
@@ -79,9 +80,11 @@ class EvidenceLog:
 
     def _named_end(self, size: int) -> int:
         """Where the last line a gate record names ends (0: none is named; ``size``: it cannot be told)."""
-        name, _, offset = (self._last_named or "").partition("#")
+        if not self._last_named or "#" not in self._last_named:
+            return 0  # no reference, or only older runs' files of their own
+        name, _, offset = self._last_named.partition("#")
         if name != EVIDENCE_LOG or not offset.isdigit():
-            return 0 if not self._last_named or "#" not in self._last_named else size
+            return size
         with open(self.path, "rb") as r:
             r.seek(int(offset))
             line = r.readline()
@@ -97,21 +100,43 @@ def read(run_dir: Path, ref: str) -> dict:
     """The evidence a history entry names: a line of ``gates/evidence.jsonl`` (``...#<offset>``) or, in runs
     recorded before, a file of its own. OSError when it cannot be read, ValueError when it is not evidence
     (a torn or foreign line, a reference that leaves ``gates/``)."""
-    name, _, offset = ref.partition("#")
-    if not name.startswith("gates/") or ".." in Path(name).parts:
-        raise ValueError(f"{ref!r} is not a gate evidence reference")
-    path = Path(run_dir) / name
-    if not offset:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    else:
-        if not offset.isdigit():
-            raise ValueError(f"{ref!r}: the offset is not a number")
-        with open(path, "rb") as f:
+    with EvidenceReader(run_dir) as reader:
+        return reader.read(ref)
+
+
+class EvidenceReader:
+    """Reads the evidence of many history entries with each file opened once (a report over a whole run)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self._open: dict[str, BinaryIO] = {}
+
+    def __enter__(self) -> "EvidenceReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open.clear()
+
+    def read(self, ref: str) -> dict:
+        """:func:`read`."""
+        name, _, offset = ref.partition("#")
+        if not name.startswith("gates/") or ".." in Path(name).parts:
+            raise ValueError(f"{ref!r} is not a gate evidence reference")
+        if not offset:
+            data = json.loads((self.run_dir / name).read_text(encoding="utf-8"))
+        else:
+            if not offset.isdigit():
+                raise ValueError(f"{ref!r}: the offset is not a number")
+            f = self._open.get(name)
+            if f is None:
+                f = self._open[name] = open(self.run_dir / name, "rb")
             f.seek(int(offset))
             line = f.readline()
-        if not line.endswith(b"\n"):
-            raise ValueError(f"{ref!r}: no complete line at that offset")
-        data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError(f"{ref!r} is not a gate's evidence")
-    return data
+            if not line.endswith(b"\n"):
+                raise ValueError(f"{ref!r}: no complete line at that offset")
+            data = json.loads(line)
+        if not isinstance(data, dict):
+            raise ValueError(f"{ref!r} is not a gate's evidence")
+        return data

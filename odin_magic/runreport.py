@@ -49,22 +49,23 @@ class _Gathered:
     interview: Any = None  # InterviewState, when the run had a deep interview
 
 
-def _read_evidence(run_dir: Path, ref: str) -> dict:
+def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
     try:
-        return gate_evidence.read(run_dir, ref)
+        return reader.read(ref)
     except (OSError, ValueError):
         return {}
 
 
 def _gather(state: RunState, run_dir: Path) -> _Gathered:
     g = _Gathered()
-    for entry in state.history:
-        ev = _read_evidence(run_dir, entry.evidence) if entry.evidence else {}
-        g.evidence.append(ev)
-        if ev.get("completion"):
-            g.completion = ev["completion"]
-        if ev.get("mutation"):
-            g.mutations.append((entry.stage, ev["mutation"]))
+    with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for the whole history
+        for entry in state.history:
+            ev = _read_evidence(reader, entry.evidence) if entry.evidence else {}
+            g.evidence.append(ev)
+            if ev.get("completion"):
+                g.completion = ev["completion"]
+            if ev.get("mutation"):
+                g.mutations.append((entry.stage, ev["mutation"]))
     path = run_dir / "interview.json"
     if path.is_file():
         try:
