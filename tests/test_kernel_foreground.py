@@ -47,6 +47,9 @@ def test_a_drive_waits_while_the_kernel_handles_a_request_and_drives_on_after(tm
     runner = NotebookRunner(tmp_path, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
     runner.start("rounds", "t", dry=DryOptions(gates=["check:fail"] * 100000))
     try:
+        going = EventCounter(3)  # the drive is under way before the request arrives
+        runner.fanout.subscribe(going)
+        assert going.reached.wait(60), "the drive never started"
         foreground.begin()  # as ipykernel's pre_handler_hook does when a cell arrives
         held = EventCounter(3)  # at most the event in flight when the request began gets through
         runner.fanout.subscribe(held)
@@ -79,7 +82,11 @@ def test_a_long_request_does_not_stall_the_run(tmp_path):
 def test_the_kernel_thread_itself_never_waits():
     foreground = Foreground(max_wait=600)
     with foreground.request():
+        ender = threading.Timer(30, foreground.end)  # were the main thread to wait, only this would end it
+        ender.start()
         foreground.give_way()  # the main thread handles the request: returns at once (no deadlock)
+        assert foreground.busy, "give_way waited for the request it was called from to end"
+        ender.cancel()
     assert not foreground.busy
 
 
@@ -112,7 +119,7 @@ def test_in_an_idle_kernel_a_drive_hands_the_interpreter_over_at_each_point_it_g
         driver.join(120)
     finally:
         sys.setswitchinterval(before)
-    assert seen and seen[0] is not None
+    assert seen and seen[0] is not None and seen[0] < 10_000  # a few calls after the wake-up, not a forced switch
 
 
 def test_the_switch_interval_is_restored_when_the_last_drive_ends():

@@ -86,7 +86,7 @@ def test_charts_are_redrawn_off_the_drive_thread_and_never_hold_it_up(tmp_path):
     runner.start("tiny", "t", dry=DryOptions(gates=["review:fail"] * 2, approve_all=True))
     try:
         assert done.wait(60), "the run did not finish while a chart was being drawn"
-        assert entered.is_set()  # a chart was being drawn meanwhile
+        assert entered.wait(60)  # a chart was being drawn meanwhile
     finally:
         release.set()
     outcome = runner.drive.wait(60)

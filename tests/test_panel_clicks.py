@@ -110,12 +110,7 @@ def test_stop_clicked_as_the_panel_appears_leaves_the_run_paused(tmp_path):
     panel = view.approval
     clicked = threading.Event()
     panel.stop_button.observe(lambda change: change["new"] and clicked.set(), names="disabled")
-    worker = threading.Thread(target=panel.stop_button.click)
-    worker.start()
-    assert clicked.wait(60)
-    release.set()
-    worker.join(60)
-    assert runner.wait(60).ok
+    click_while_the_drive_finishes(runner, release, panel.stop_button.click, clicked)
     assert panel.message.value.startswith("Stopped here") and "busy" not in panel.message.value
     assert view.approval is panel  # the drive's end kept the clicked panel
     assert runner.status().status == "awaiting_approval"
