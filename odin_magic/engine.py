@@ -626,11 +626,12 @@ class Engine:
     def _drive(self, s: Session) -> RunState:
         while True:
             st = s.state
-            if st.status in ("awaiting_approval", "awaiting_answer") and self.unattended:
+            approving = st.dry is not None and st.dry.approve_all
+            if self.unattended and (st.status == "awaiting_answer" or st.status == "awaiting_approval" and not approving):
                 self._block_unattended(s)
                 break
             if st.status == "awaiting_approval":
-                if st.dry is not None and st.dry.approve_all:
+                if approving:
                     self._approve(s)
                     continue
                 self._announce_pause(s)

@@ -207,10 +207,10 @@ def targets(project_dir: Path, paths: list) -> list[str]:
         base = Path(placement.path)
         files = sorted(base.rglob("*.py")) if base.is_dir() else [base] if base.suffix == ".py" else []
         for f in files:
-            if f.is_symlink() or _SKIP_DIRS.intersection(f.parts):
+            if f.is_symlink():
                 continue
             real = f.resolve()
-            if not real.is_relative_to(project_dir):
+            if not real.is_relative_to(project_dir) or _SKIP_DIRS.intersection(real.relative_to(project_dir).parts):
                 continue
             rel = real.relative_to(project_dir).as_posix()
             if rel not in found and not is_test_file(rel):

@@ -134,3 +134,28 @@ def test_an_unattended_drive_turns_a_pause_into_a_block_and_run_puts_it_back(tmp
     attended = Engine(tmp_path)
     state = attended.run()
     assert state.status == "awaiting_approval" and state.current_stage == paused_at
+
+
+def test_the_crontab_line_runs_without_an_environment_file(capsys, tmp_path: Path):
+    """The key may come from elsewhere (a profile): a missing env file must not stop the scheduled run."""
+    import subprocess
+
+    code, out, _ = run(capsys, "schedule", "keep-green", "--task", "x", "--every", "6h", "--project", str(tmp_path))
+    assert code == 0
+    cron = next(line for line in out.splitlines() if line.startswith("0 */6 * * *"))
+    command = cron.split(" ", 5)[5]
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / ".odin-loop").mkdir()  # a project odin has been used in
+    subprocess.run(["sh", "-c", command], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert (tmp_path / ".odin-loop" / "schedule.log").is_file()  # it got past the env file to the run
+
+
+def test_an_unattended_dry_run_with_approve_all_approves_its_pauses(tmp_path: Path):
+    from odin_magic.engine import Engine
+    from odin_magic.state import DryOptions
+
+    engine = Engine(tmp_path)
+    engine.unattended = True
+    state = engine.start("bugfix", "fix it", dry=DryOptions(approve_all=True))
+    assert state.status == "done", state.blocked

@@ -156,3 +156,17 @@ def test_a_gate_that_fails_without_any_mutant_proves_nothing(tmp_path: Path):
     report = run_mutants(project, ["src/calc.py"], [GateCommand(cmd="test -d .venv")], env, run_command)
     assert report.tried == 0 and report.passed
     assert report.note.startswith("not proven: `test -d .venv` fails in a scratch copy")
+
+
+def test_a_project_inside_a_folder_named_like_a_skipped_one_still_has_targets(tmp_path):
+    """Only folders inside the project (.venv, node_modules ...) are skipped, not those the project lies in."""
+    from odin_magic.artifacts import place
+    from odin_magic.mutation import targets
+
+    project = tmp_path / ".venv" / "work" / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (project / "src" / ".venv").mkdir()
+    (project / "src" / ".venv" / "dep.py").write_text("x = 1\n")
+    src = place("src/", project, project / ".odin-loop" / "runs" / "r")
+    assert targets(project, [src]) == ["src/calc.py"]

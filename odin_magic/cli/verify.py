@@ -141,7 +141,7 @@ def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) ->
     every_text = f"every {n} {_UNITS[unit][0]}(s)" if unit != "d" else ("every day" if n == 1 else "every week")
     return "\n".join([
         f"# crontab line (add it with `crontab -e`): {every_text}; the API key is read from {ENV_FILE}",
-        _cron_text(f"{cron_schedule(n, unit)} set -a; . \"{ENV_FILE}\"; set +a; cd {shlex.quote(str(project))} "
+        _cron_text(f"{cron_schedule(n, unit)} set -a; [ ! -r \"{ENV_FILE}\" ] || . \"{ENV_FILE}\"; set +a; cd {shlex.quote(str(project))} "
                    f"&& {run} >> {log} 2>&1"),
         "",
         f"# systemd: ~/.config/systemd/user/{name}.service",
