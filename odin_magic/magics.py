@@ -347,7 +347,11 @@ class OdinMagics(Magics):
         timeout = timeout if timeout is not None else self.wait_timeout
         if not runner.drive.busy and runner.drive.outcome is None:
             return self._cmd_status(argparse.Namespace(run=None))  # nothing was driven here: where the run is
-        outcome = runner.wait(timeout)
+        try:
+            outcome = runner.wait(timeout)
+        except KeyboardInterrupt:  # the user stopped waiting, not the run
+            raise UsageError("stopped waiting (interrupted); the run goes on in the background "
+                             "(hint: %odin wait waits again, %odin stop ends it after the current step)") from None
         if outcome is None:
             raise UsageError(f"still driving after {timeout:g} s; %odin wait again, or %odin stop")
         if not outcome.ok:

@@ -170,3 +170,24 @@ def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval
         assert not after["busy"] and after["interval"] == seen["before"]  # restored when the drive ended
     finally:
         k.shutdown()
+
+
+def test_interrupting_a_wait_stops_the_wait_not_the_run_and_shows_no_traceback(tmp_path):
+    write_rounds_loop(tmp_path)
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.execute("%load_ext odin_magic")
+        kernel.execute(f"%odin run rounds --task t --dry --stage-delay 0.05 --gates {GATES}")
+        # Ctrl-C (what the notebook's interrupt button sends: SIGINT) some events into the wait
+        outputs = kernel.execute(CELL_RUNNER + "\n" + (
+            "import os, signal\n"
+            "_seen = []\n"
+            "_odin_runner.fanout.subscribe(lambda e: _seen.append(e) or len(_seen) == 20 "
+            "and os.kill(os.getpid(), signal.SIGINT))\n"
+            "get_ipython().run_line_magic('odin', 'wait --timeout 600')"), allow_error=True)
+        assert not [m for m in outputs if m["msg_type"] == "error"]  # no traceback: one UsageError line
+        assert "UsageError: stopped waiting (interrupted); the run goes on in the background" in text_of(outputs)
+        assert "running" in text_of(kernel.execute("%odin status"))  # the run goes on
+        kernel.execute("%odin stop\n%odin wait --timeout 60")
+    finally:
+        kernel.shutdown()
