@@ -267,8 +267,7 @@ class Checkpoints:
             target = self._mixed(current, target, paths)
         if current == target:
             return []
-        write_atomic(self.journal, json.dumps({"from": current, "to": target}))
-        self._apply(current, target)
+        self._apply(current, target, journal=True)
         self.journal.unlink(missing_ok=True)
         return self.changes(current, target)
 
@@ -305,10 +304,14 @@ class Checkpoints:
         self._apply(self.snapshot(), target)
         self.journal.unlink(missing_ok=True)
 
-    def _apply(self, current: str, target: str) -> None:
+    def _apply(self, current: str, target: str, journal: bool = False) -> None:
+        """Make the tree ``target``; with ``journal``, the journal is written once every blob is read (a damaged
+        store fails before anything changes, and leaves no journal to roll forward)."""
         now, then = self.entries(current), self.entries(target)
         wanted = {p: e for p, e in then.items() if now.get(p) != e}
         blobs = self._blobs([e.sha for e in wanted.values()])
+        if journal:
+            write_atomic(self.journal, json.dumps({"from": current, "to": target}))
         for path, entry in sorted(wanted.items()):
             self._write(path, entry, blobs[entry.sha])
         for path in sorted(set(now) - set(then), reverse=True):

@@ -351,32 +351,69 @@ class Engine:
 
     def fork(self, from_point: int | None = None, run_id: str | None = None, force: bool = False) -> RunState:
         """A new run from point ``from_point`` (history entries kept) of ``run_id`` (default: the active or
-        latest run), the tree restored to that point; the old run is abandoned with a pointer to the fork."""
+        latest run), the tree restored to that point; the old run is abandoned with a pointer to the fork.
+        A fork that fails half-way is undone: the source run is as it was (see :meth:`_undo_fork`)."""
         with self._driving():
             source = self.status(run_id)
             point = rewind.fork_point(source, from_point)
             loop = self.loop_for(source.run_id)
             plan = rewind.plan(self.checkpoints, source, point.target, point.current_stage, point.number, force)
-            now = self.clock()
-            with self.store.project_lock():
-                new_id = self.store.new_run_id(_local_naive(now), loop.name)
-                if source.status != "abandoned" or source.forked_to is None:
-                    self._abandon_for_fork(source.run_id, new_id)
-                created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
-                           "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
-                           "dry": (source.dry.model_copy(update={"gates": [], "used": {}}).model_dump()
-                                   if source.dry is not None else None)}
-                handle = self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command)
-            with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
-                rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
-                tree = rewind.apply(self.checkpoints, plan)
-                fields = rewind.forked_fields(point)
-                fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
-                self._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
-                self._emit("forked", s.state, stage=point.current_stage,
-                           text=f"run {new_id} forked from {source.run_id} at point {point.number}; "
-                                f"`odin run` continues it from {point.current_stage}")
-                return self._snapshot(s)
+            handle, abandoned = self._start_fork(source, point, loop)
+            new_id = handle.state.run_id
+            try:
+                with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
+                    rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
+                    tree = rewind.apply(self.checkpoints, plan)
+                    fields = rewind.forked_fields(point)
+                    fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
+                    self._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
+                    self._emit("forked", s.state, stage=point.current_stage,
+                               text=f"run {new_id} forked from {source.run_id} at point {point.number}; "
+                                    f"`odin run` continues it from {point.current_stage}")
+                    return self._snapshot(s)
+            except BaseException as exc:
+                self._undo_fork(source if abandoned else None, new_id, exc)
+                raise
+
+    def _start_fork(self, source: RunState, point: rewind.ForkPoint, loop: Loop) -> tuple[RunHandle, bool]:
+        """The fork's new run, made under the project lock after the source is abandoned (so that one run at
+        a time is active); True when this abandoned the source."""
+        now = self.clock()
+        with self.store.project_lock():
+            new_id = self.store.new_run_id(_local_naive(now), loop.name)
+            abandoned = source.status != "abandoned" or source.forked_to is None
+            if abandoned:
+                self._abandon_for_fork(source.run_id, new_id)
+            created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
+                       "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
+                       "dry": (source.dry.model_copy(update={"gates": [], "used": {}}).model_dump()
+                               if source.dry is not None else None)}
+            try:
+                return self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command), abandoned
+            except BaseException as exc:
+                self._undo_fork(source if abandoned else None, None, exc)
+                raise
+
+    def _undo_fork(self, source: RunState | None, fork_id: str | None, exc: BaseException) -> None:
+        """A fork that failed half-way: its new run (when made) is abandoned with the reason, and the source
+        run (when the fork abandoned it) is as it was. A failure here is told as a notice: the fork's own
+        failure, raised after this, is what the user must see."""
+        reason = f"the fork failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        undo = []
+        if fork_id is not None:
+            undo.append((fork_id, "abandoned", {"status": "abandoned", "ended_at": self._now(), "failure_reason": reason}))
+        if source is not None:
+            undo.append((source.run_id, "fork_undone", {"status": source.status, "forked_to": source.forked_to,
+                                                        "ended_at": source.ended_at}))
+        for run_id, kind, fields in undo:
+            try:
+                handle, _ = self.store.open(run_id, self.command, self._now())
+                try:
+                    handle.record(kind, self._now(), set=fields)
+                finally:
+                    handle.close()
+            except (OSError, OdinError) as failed:
+                self._emit("notice", run_id, text=f"the failed fork could not be undone in run {run_id}: {failed}")
 
     def _abandon_for_fork(self, run_id: str, fork_id: str) -> None:
         handle, _ = self.store.open(run_id, self.command, self._now())

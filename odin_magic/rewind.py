@@ -5,7 +5,9 @@
   by hand since the run last left the tree are named and kept, unless forced.
 * **Fork** starts a new run from a point N of an existing run (its history and
   counters up to N, the tree restored to that point's checkpoint); the old run
-  is marked abandoned with a pointer to the fork.
+  is marked abandoned with a pointer to the fork. A fork that fails half-way is
+  undone (the engine's ``_undo_fork``): the new run abandoned with the reason,
+  the old one as it was.
 
 Both compute a plan first and change nothing until the plan is complete; the
 restore itself is journaled (a crash leaves the old tree or, once the store is
@@ -21,7 +23,7 @@ from typing import Any
 
 from .checkpoints import Checkpoints
 from .diffs import select_execution
-from .errors import UsageError
+from .errors import OdinError, UsageError
 from .scope import protected
 from .state import HistoryEntry, RunState
 
@@ -132,14 +134,19 @@ def fork_point(state: RunState, number: int | None) -> ForkPoint:
 
 def copy_run_files(source: Path, dest: Path) -> None:
     """The run-scoped artifacts (spec.md, harness/, gates/ ...) of the old run, as they are now."""
-    for item in source.iterdir():
-        if item.name in NOT_COPIED or item.name.startswith("."):
-            continue
-        target = dest / item.name
-        if item.is_dir() and not item.is_symlink():
-            shutil.copytree(item, target, symlinks=True, dirs_exist_ok=True)
-        elif item.is_file() and not item.is_symlink():
-            shutil.copy2(item, target)
+    try:
+        for item in source.iterdir():
+            if item.name in NOT_COPIED or item.name.startswith("."):
+                continue
+            target = dest / item.name
+            if item.is_dir() and not item.is_symlink():
+                shutil.copytree(item, target, symlinks=True, dirs_exist_ok=True)
+            elif item.is_file() and not item.is_symlink():
+                shutil.copy2(item, target)
+    except OSError as exc:  # shutil.Error (a list of failures) is one
+        detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else str(exc)
+        raise OdinError(f"the files of run {source.name} could not be copied into the fork: {detail}",
+                        hint="mend or move the file named, then fork again; the run is as it was") from None
 
 
 def forked_fields(point: ForkPoint) -> dict[str, Any]:

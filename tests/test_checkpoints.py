@@ -216,6 +216,26 @@ def test_restore_brings_back_text_binary_deleted_and_modes(project):
     assert store.snapshot() == before
 
 
+
+def test_a_restore_that_cannot_read_a_blob_changes_nothing_and_leaves_no_journal(project):
+    """Every blob is read before the journal is written: a store that lost one fails at once, and no journal
+    is left for the next opening to roll forward into the same failure."""
+    (project / "a.txt").write_text("one\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    (project / "a.txt").write_text("two\n")
+    (project / "b.txt").write_text("b\n")
+    after = store.snapshot()
+    blob = store.entries(before)["a.txt"].sha
+    (store.git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+
+    with pytest.raises(CheckpointError, match="is damaged"):
+        store.restore(before)
+    assert (project / "a.txt").read_text() == "two\n" and (project / "b.txt").exists()
+    assert not store.journal.exists()
+    assert Checkpoints(project).snapshot() == after  # opening again rolls nothing forward
+
+
 def test_files_already_large_when_checkpoints_begin_are_left_out(project, monkeypatch):
     from odin_magic import checkpoints
 

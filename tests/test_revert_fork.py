@@ -166,6 +166,36 @@ def test_fork_from_a_point_keeps_the_history_up_to_it(project, write_loop):
         engine.fork(from_point=9)
 
 
+
+def test_a_fork_that_fails_half_way_leaves_the_source_run_as_it_was(project, write_loop, capsys):
+    """A file of the source run cannot be copied (a named pipe in its harness): the fork fails with one clear
+    error, its new run is abandoned with the reason, and the source run is active again, its tree untouched."""
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    engine.start("two", "t")
+    engine.approve()
+    source = engine.status()
+    tree = tree_digest(project)
+    harness = engine.store.run_dir(source.run_id) / "harness"
+    harness.mkdir(exist_ok=True)
+    os.mkfifo(harness / "pipe")
+
+    assert odin_main(["fork", "--from", "0", "--project", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert f"the files of run {source.run_id} could not be copied into the fork" in err and "pipe" in err
+    assert "Traceback" not in err
+    assert tree_digest(project) == tree
+    again = engine.status(source.run_id)
+    assert (again.status, again.forked_to, again.ended_at) == ("awaiting_approval", None, None)
+    assert engine.active().run_id == source.run_id
+    failed = [r for r in engine.runs() if r.run_id != source.run_id]
+    assert len(failed) == 1 and failed[0].status == "abandoned"
+    assert failed[0].failure_reason.startswith(f"the fork failed: the files of run {source.run_id}")
+    state = engine.approve()  # the source run goes on to done
+    assert state.run_id == source.run_id and state.status == "done"
+
+
 CRASHER = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
