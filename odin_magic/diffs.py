@@ -50,7 +50,7 @@ class FileDiff:
 
 
 def split_diff(text: str) -> dict[str, str]:
-    """A unified diff cut into its files (keyed by the path after ``b/``, or ``a/`` for a deletion)."""
+    """A unified diff cut into its files, keyed by path (no renames: git names the same path on both sides)."""
     out: dict[str, str] = {}
     current: list[str] = []
     path = None
@@ -59,14 +59,38 @@ def split_diff(text: str) -> dict[str, str]:
             if path is not None:
                 out[path] = "".join(current)
             current = [line]
-            rest = line[len("diff --git "):].rstrip("\n")
-            half = len(rest) // 2  # "a/X b/X": the same path twice
-            path = rest[half + 1:][2:] if rest[half] == " " else rest.split(" b/", 1)[-1]
+            path = _header_path(line[len("diff --git "):].rstrip("\n"))
         else:
             current.append(line)
     if path is not None:
         out[path] = "".join(current)
     return out
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _header_path(rest: str) -> str:
+    """The path of a ``diff --git`` header: ``a/X b/X``, or both quoted the C way when X has a quote, a
+    backslash, a control or (core.quotePath) a non-ASCII byte in it (octal escapes of its UTF-8 bytes)."""
+    if not rest.startswith('"'):
+        half = len(rest) // 2  # "a/X b/X": the same path twice, so spaces in X do no harm
+        return rest[half + 1:][2:] if rest[half] == " " else rest.split(" b/", 1)[-1]
+    raw = bytearray()
+    i = 1
+    while i < len(rest) and rest[i] != '"':
+        if rest[i] == "\\" and i + 1 < len(rest):
+            nxt = rest[i + 1]
+            if nxt in "01234567":
+                raw.append(int(rest[i + 1:i + 4], 8))
+                i += 4
+                continue
+            raw.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        raw += rest[i].encode("utf-8")
+        i += 1
+    return raw.decode("utf-8", "surrogateescape")[2:]  # "a/..."
 
 
 @dataclass

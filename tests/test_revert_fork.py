@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from odin_magic import diffs
 from odin_magic.checkpoints import Checkpoints
 from odin_magic.cli import main as odin_main
 from odin_magic.engine import Engine
@@ -94,6 +95,23 @@ def test_revert_restores_text_binary_and_deleted_files_byte_for_byte(project, wr
 
 def diff_paths(diff):
     return [f.change.path for f in diff.files]
+
+
+
+def test_each_changed_file_gets_its_own_diff_whatever_git_quotes_in_its_name(project):
+    """git quotes a path with a quote, a backslash, a tab or a non-ASCII letter in it ("a/caf\\303\\251"):
+    every file still gets its own part of the diff, under the name the change list gives it."""
+    names = ["plain.txt", "sp ace.txt", "café.txt", 'say "hi".txt', "back\\slash.txt", "tab\tbed.txt", "b/ in.txt"]
+    store = Checkpoints(project)
+    before = store.snapshot()
+    for name in names:
+        (project / name).parent.mkdir(exist_ok=True)
+        (project / name).write_text(f"{name}\n")
+    after = store.snapshot()
+    parts = diffs.split_diff(store.diff(before, after))
+    assert sorted(parts) == sorted(c.path for c in store.changes(before, after)) == sorted(names)
+    for name in names:
+        assert parts[name].count("diff --git ") == 1 and "new file mode" in parts[name]
 
 
 def test_hand_made_changes_are_named_and_kept_unless_forced(project, write_loop):
