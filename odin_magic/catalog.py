@@ -3,7 +3,9 @@
 A project loop lives in ``<project>/.odin-loop/loops/<name>.yaml``; the
 built-in loops ship with the package (``loops/`` at the top of a source
 checkout, ``odin_magic/loops/`` inside an installed wheel). A project loop with
-a built-in's name overrides it.
+a built-in's name overrides it. A project loop is read only when its real path
+lies inside the project: a ``loops`` folder or a loop file that is a symbolic
+link leading out is refused (:mod:`odin_magic.confine`), and listed as invalid.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .confine import Confinement
 from .defaults import DEFAULT_LOOP  # noqa: F401  (the notebook defaults to it, the CLI offers it; re-exported)
 from .errors import LoopInvalid, LoopNotFound, OdinError
 from .loop import Loop, is_plain_name
@@ -67,12 +70,18 @@ class LoopCatalog:
         for base in (self.project_loops_dir, builtin_loops_dir()):
             path = base / f"{name}.yaml"
             if path.is_file():
-                return path
+                return self._inside(path) if base == self.project_loops_dir else path
         known = sorted(set(self._files(self.project_loops_dir)) | set(self._files(builtin_loops_dir())))
         raise LoopNotFound(
             f"no loop named {name!r} (looked in {self.project_loops_dir} and the built-in loops)",
             hint=f"known loops: {', '.join(known)}" if known else "`odin list` shows the loops you can run",
         )
+
+    def _inside(self, path: Path) -> Path:
+        """``path`` (a project loop file) when its real path is inside the project, else :class:`PathEscapes`."""
+        Confinement([self.project_dir]).check(path, f"loop file {path.name}", base=self.project_dir,
+                                              then="run the loop again")
+        return path
 
     def validate(self, name: str, *, schedulable: bool = False) -> ValidationReport:
         return validate_file(self.resolve(name), schedulable=schedulable)
@@ -98,8 +107,8 @@ class LoopCatalog:
             source = "project" if name in project else "builtin"
             path = project.get(name) or builtin[name]
             try:
-                report = validate_file(path)
-            except OdinError:  # an unreadable file is still listed, as invalid
+                report = validate_file(self._inside(path) if source == "project" else path)
+            except OdinError:  # an unreadable file (or one through a link out of the project) is listed, as invalid
                 report = ValidationReport(path=str(path))
                 error_count = 1
             else:

@@ -94,3 +94,35 @@ def test_entries_show_source_override_validity_and_counts(tmp_path):
     assert (tdd.source, tdd.overrides_builtin, tdd.valid, tdd.stage_count) == ("builtin", False, True, 7)
     assert tdd.description and tdd.path.endswith("spec-harness-tdd.yaml")
     assert tdd.to_dict()["name"] == "spec-harness-tdd"
+
+
+def test_a_project_loop_through_a_link_out_of_the_project_is_refused_and_listed_invalid(tmp_path, capsys):
+    """A name is not a path: .odin-loop/loops (or one loop file) linking outside the project is never read."""
+    from odin_magic.cli import main as odin_main
+    from odin_magic.confine import PathEscapes
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    _project_loop(outside, "theirs", _good_text("theirs"))
+    project.mkdir()
+    (project / ".odin-loop").mkdir()
+    (project / ".odin-loop" / "loops").symlink_to(outside / ".odin-loop" / "loops")
+    catalog = LoopCatalog(project)
+    with pytest.raises(PathEscapes) as info:
+        catalog.load("theirs")
+    assert "loops is a symbolic link to" in str(info.value) and str(outside) in str(info.value)
+    listed = {e.name: e for e in catalog.entries()}
+    assert not listed["theirs"].valid and listed["theirs"].source == "project"
+    assert listed["spec-harness-tdd"].valid  # the built-ins are still there
+
+    assert odin_main(["run", "theirs", "--task", "t", "--dry", "--project", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "refused" in err and "Traceback" not in err
+
+    (project / ".odin-loop" / "loops").unlink()  # a real folder, one file in it linking out
+    (project / ".odin-loop" / "loops").mkdir()
+    (project / ".odin-loop" / "loops" / "theirs.yaml").symlink_to(outside / ".odin-loop" / "loops" / "theirs.yaml")
+    with pytest.raises(PathEscapes, match="theirs.yaml is a symbolic link"):
+        catalog.resolve("theirs")
+    (project / "shared.yaml").write_text(_good_text("mine"))  # a link that stays inside is fine
+    (project / ".odin-loop" / "loops" / "mine.yaml").symlink_to(project / "shared.yaml")
+    assert catalog.load("mine").name == "mine"
