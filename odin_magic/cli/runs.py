@@ -12,7 +12,7 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from . import add_project, project_dir
+from . import add_project, project_dir, refuse_unless_schedulable
 from ..defaults import DEFAULT_LOOP
 from ..errors import NoActiveRun, RunRefused, UsageError
 from ..lazy import lazy
@@ -122,17 +122,10 @@ def _dry_options(args: argparse.Namespace):
 
 def _refuse_unless_schedulable(engine, args: argparse.Namespace) -> None:
     """An unattended run starts a loop that never waits for a person (``odin validate --schedulable``)."""
-    from ..validation import validate_file
-
     if args.loop is None or args.task is None:
         raise UsageError("--unattended starts a new run: give its LOOP and --task",
                          hint='odin run LOOP --task "..." --unattended')
-    report = validate_file(engine.catalog.resolve(args.loop), schedulable=True)
-    if not report.ok:
-        print(report.format(), file=sys.stderr)
-        raise RunRefused(f"loop {args.loop!r} cannot run unattended: it could wait for a person",
-                         hint="make every gate `ai` and drop the interview; `odin validate --schedulable LOOP` "
-                         "lists what stands in the way")
+    refuse_unless_schedulable(engine.catalog, args.loop, RunRefused)
 
 
 def _cmd_approve(args):

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import add_project, project_dir
+from . import add_project, project_dir, refuse_unless_schedulable
 from ..errors import UsageError
 
 
@@ -173,18 +173,12 @@ def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) ->
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     from ..catalog import LoopCatalog
-    from ..validation import validate_file
 
     project = project_dir(args).resolve()
     task = (args.task or "").strip()
     if not task:
         raise UsageError("a scheduled run needs a task", hint='--task "what each run is for"')
-    path = LoopCatalog(project).resolve(args.loop)
-    report = validate_file(path, schedulable=True)
-    if not report.ok:
-        print(report.format(), file=sys.stderr)
-        raise UsageError(f"loop {args.loop!r} cannot run unattended: it could wait for a person",
-                         hint="make every gate `ai` and drop the interview (see `odin validate --schedulable`)")
+    refuse_unless_schedulable(LoopCatalog(project), args.loop, UsageError)
     odin = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "odin" else Path(sys.executable).parent / "odin"
     sys.stdout.write(schedule_text(project, args.loop, task, args.every, str(odin)))
     return 0
