@@ -503,6 +503,9 @@ class OdinMagics(Magics):
     def _cmd_revert(self, args):
         return history_magics.cmd_revert(self, args)
 
+    def _cmd_fork(self, args):
+        return history_magics.cmd_fork(self, args)
+
     def _cmd_memory(self, args):
         return authoring_magics.cmd_memory(self, args)
 

@@ -247,10 +247,17 @@ class NotebookRunner:
 
     def revert(self, stage: str | None = None, to: int | None = None, force: bool = False) -> RunState:
         """Revert a stage execution (see Engine.revert), at once: it performs no stage. Refused while driving."""
+        return self._at_once(lambda: self.engine.revert(stage, to=to, force=force))
+
+    def fork(self, from_point: int | None = None, run_id: str | None = None, force: bool = False) -> RunState:
+        """Fork a run (see Engine.fork), at once: it performs no stage. Refused while driving."""
+        return self._at_once(lambda: self.engine.fork(from_point, run_id=run_id, force=force))
+
+    def _at_once(self, action: Callable[[], RunState]) -> RunState:
         if self.drive.busy and self._paused_in(("awaiting_approval", "blocked")):
             self.drive.wait(SETTLE_TIMEOUT)  # the drive is only finishing announcing the pause
         self.drive.refuse_if_busy()
-        state = self.engine.revert(stage, to=to, force=force)
+        state = action()
         if self.view is not None:
             self.view.show_state(state)
         return state

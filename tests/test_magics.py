@@ -460,3 +460,24 @@ def test_odin_diff_renders_html_and_odin_revert_goes_back(ip, project):
     message = odin(ip, "revert write")
     assert "continues from write" in message.text() and not (project / "docs" / "notes.md").exists()
     assert state_json(project)["status"] == "running"
+
+
+def test_odin_fork_starts_a_new_run_from_a_point_and_abandons_the_old(ip, project):
+    cell(ip, "loop docs", "name: docs\nmax_iterations: 3\nstages:\n  - id: write\n    produces: [docs/notes.md]\n"
+                          "    gate: {mode: ai+human, check: the notes exist}\n")
+    odin(ip, 'run docs --task "notes" --dry --wait')
+    old = state_json(project)
+    assert old["status"] == "awaiting_approval" and (project / "docs" / "notes.md").exists()
+    with pytest.raises(UsageError, match="no point 9"):
+        odin(ip, "fork --from 9")
+    message = odin(ip, "fork --from 0")
+    runs = sorted(p.name for p in (project / ".odin-loop" / "runs").iterdir())
+    assert len(runs) == 2 and runs[0] == old["run_id"]
+    assert f"forked: run {runs[1]} from {old['run_id']}@0, running at write" in message.text()
+    assert not (project / "docs" / "notes.md").exists()  # the tree of point 0
+    gone = json.loads((project / ".odin-loop" / "runs" / runs[0] / "state.json").read_text())
+    assert gone["status"] == "abandoned" and gone["forked_to"] == runs[1]
+    odin(ip, "run --wait")
+    fork = json.loads((project / ".odin-loop" / "runs" / runs[1] / "state.json").read_text())
+    assert fork["status"] == "awaiting_approval" and (project / "docs" / "notes.md").exists()
+    assert "--from N" in odin(ip, "help fork").text()

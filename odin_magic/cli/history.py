@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from . import add_project
+from ..history_args import diff_arguments, fork_arguments, revert_arguments
 from .runs import engine_for, exit_code
 
 
@@ -26,27 +27,19 @@ def _cmd_fork(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)",
-                       description="STAGE: that stage's latest execution; N: execution N (the history entry "
-                       "number, as in odin status and its gate evidence); nothing: the latest execution.")
-    p.add_argument("which", nargs="?", metavar="STAGE|N")
-    p.add_argument("--run", metavar="ID", help="run id (default: the active or latest run)")
+    p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)")
+    diff_arguments(p)
     add_project(p)
     p.set_defaults(handler=_cmd_diff)
 
     p = sub.add_parser("revert", help="restore the tree to the checkpoint before a stage execution; "
                        "the run continues from that stage")
-    p.add_argument("stage", nargs="?", metavar="STAGE", help="the stage (its latest execution)")
-    p.add_argument("--to", type=int, metavar="N", help="execution N instead (the history entry number)")
-    p.add_argument("--force", action="store_true", help="also revert files you changed by hand since")
+    revert_arguments(p)
     add_project(p)
     p.set_defaults(handler=_cmd_revert)
 
     p = sub.add_parser("fork", help="start a new run from a point of a run (its history up to N, the tree "
                        "restored there); the old run is abandoned with a pointer to the fork")
-    p.add_argument("--from", dest="from_point", type=int, metavar="N",
-                   help="keep the first N history entries (default: all of them)")
-    p.add_argument("--run", metavar="ID", help="run to fork (default: the active or latest run)")
-    p.add_argument("--force", action="store_true", help="also restore files you changed by hand since")
+    fork_arguments(p)
     add_project(p)
     p.set_defaults(handler=_cmd_fork)
