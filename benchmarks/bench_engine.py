@@ -315,7 +315,7 @@ _odin_magics.ENGINE_SETUP.append(lambda engine, magics: setattr(engine, "_checkp
 """
 
 
-def kernel_latency(cells: int = 30, git_checkpoints: bool = False) -> dict:
+def kernel_latency(cells: int = 200, git_checkpoints: bool = False) -> dict:
     """A `1+1` cell's round trip in a real kernel: idle, then while a dry run with widgets and charts drives."""
     from jupyter_client.manager import start_new_kernel
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 
 from conftest import pingpong_loop
 from nbtools import Kernel, text_of
@@ -120,6 +121,38 @@ def test_in_an_idle_kernel_a_drive_hands_the_interpreter_over_at_each_point_it_g
     finally:
         sys.setswitchinterval(before)
     assert seen and seen[0] is not None and seen[0] < 10_000  # a few calls after the wake-up, not a forced switch
+
+
+
+def in_background(call) -> threading.Event:
+    """``call`` on a thread of its own (a drive's); the event is set when it has returned."""
+    done = threading.Event()
+
+    def run() -> None:
+        call()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done
+
+
+def test_just_after_a_request_a_drive_waits_for_the_next_one_a_moment():
+    """Cells run back to back: after a request ends, the drive's next give-way point waits ``linger``, and a
+    request that arrives meanwhile is waited for like any other."""
+    foreground = Foreground(max_wait=600, linger=0.3)
+    with foreground.request():
+        pass
+    began = time.monotonic()
+    assert in_background(foreground.give_way).wait(60)
+    assert time.monotonic() - began >= 0.3 - 0.01  # the linger (sleep never ends early)
+
+    with foreground.request():
+        pass
+    waiting = in_background(foreground.give_way)  # in the linger ...
+    foreground.begin()  # ... the next request arrives
+    assert not waiting.wait(1.0), "the drive went on while the next request was handled"
+    foreground.end()
+    assert waiting.wait(60)
 
 
 def test_the_switch_interval_is_restored_when_the_last_drive_ends():
