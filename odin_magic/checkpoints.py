@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -176,14 +177,19 @@ class Checkpoints:
         """Before the first checkpoint: store every file's content in ONE pack (``git fast-import``), so
         that ``git add`` finds the objects and writes no loose object per file (4x faster on 5,000 files)."""
         listed = self._git("ls-files", "-z", "-o", "--exclude-standard", what="listing the tree").split(b"\0")
-        large = []
-        for name in listed:
-            path = self.project_dir / os.fsdecode(name) if name else None
+        large, primed = [], []  # one lstat per file: regular files only (not links), by size
+        for name in filter(None, listed):
+            path = self.project_dir / os.fsdecode(name)
             try:
-                if path is not None and not path.is_symlink() and path.is_file() and path.stat().st_size > LARGE_FILE:
-                    large.append("/" + _escape_glob(os.fsdecode(name)))
+                info = path.lstat()
             except OSError:
                 continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > LARGE_FILE:
+                large.append("/" + _escape_glob(os.fsdecode(name)))
+            if info.st_size <= PRIME_LIMIT:
+                primed.append(path)
         if large:
             write_atomic(self.large_files, "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20)
                          + "".join(f"{p}\n" for p in large))
@@ -193,10 +199,7 @@ class Checkpoints:
         except FileNotFoundError:
             return  # _git reports the missing program
         try:
-            for name in listed:
-                path = self.project_dir / os.fsdecode(name) if name else None
-                if path is None or path.is_symlink() or not path.is_file() or path.stat().st_size > PRIME_LIMIT:
-                    continue
+            for path in primed:
                 try:
                     data = path.read_bytes()
                 except OSError:
