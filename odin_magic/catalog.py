@@ -17,7 +17,7 @@ from .confine import Confinement
 from .defaults import DEFAULT_LOOP  # noqa: F401  (the notebook defaults to it, the CLI offers it; re-exported)
 from .errors import LoopInvalid, LoopNotFound, OdinError
 from .loop import Loop, is_plain_name
-from .validation import ValidationReport, validate_file
+from .validation import ValidationReport, unreadable_report, validate_file
 
 
 def builtin_loops_dir() -> Path:
@@ -80,8 +80,19 @@ class LoopCatalog:
     def _inside(self, path: Path) -> Path:
         """``path`` (a project loop file) when its real path is inside the project, else :class:`PathEscapes`."""
         Confinement([self.project_dir]).check(path, f"loop file {path.name}", base=self.project_dir,
-                                              then="run the loop again")
+                                              then="try again")
         return path
+
+    def validate_project_loops(self, *, schedulable: bool = False) -> list[ValidationReport]:
+        """A report per project loop file; one that cannot be read (a link out of the project, say) is an
+        unreadable report, so that the others are still checked."""
+        reports = []
+        for path in self._files(self.project_loops_dir).values():
+            try:
+                reports.append(validate_file(self._inside(path), schedulable=schedulable))
+            except OdinError as exc:
+                reports.append(unreadable_report(str(path), exc))
+        return reports
 
     def validate(self, name: str, *, schedulable: bool = False) -> ValidationReport:
         return validate_file(self.resolve(name), schedulable=schedulable)

@@ -424,7 +424,13 @@ class ValidationDisplay(_Display):
 
     @property
     def ok(self) -> bool:
-        return all(not r.errors for r in self.reports)
+        return all(not r.errors and getattr(r, "unreadable", None) is None for r in self.reports)
+
+    @staticmethod
+    def _failed(r: Any) -> list[str]:
+        """The report's errors, one line each; a file that could not be read is one (its message and hint)."""
+        unreadable = getattr(r, "unreadable", None)
+        return [str(unreadable)] if unreadable is not None else [ValidationDisplay._diag(d) for d in r.errors]
 
     @staticmethod
     def _diag(d: Any) -> str:
@@ -438,6 +444,8 @@ class ValidationDisplay(_Display):
 
     def _summary(self, r: Any) -> str:
         name = getattr(r, "path", None) or getattr(r, "source", None) or "loop"
+        if getattr(r, "unreadable", None) is not None:
+            return f"{name}: cannot be read"
         state = "OK" if not r.errors else f"{len(r.errors)} error(s)"
         if r.warnings:
             state += f", {len(r.warnings)} warning(s)"
@@ -447,7 +455,7 @@ class ValidationDisplay(_Display):
         out = []
         for r in self.reports:
             out.append(self._summary(r))
-            out += [f"  error   {self._diag(d)}" for d in r.errors]
+            out += [f"  error   {line}" for line in self._failed(r)]
             out += [f"  warning {self._diag(d)}" for d in r.warnings]
         if self.saved_to:
             out.append(f"saved to {self.saved_to}")
@@ -458,9 +466,10 @@ class ValidationDisplay(_Display):
     def html(self) -> str:
         parts = []
         for r in self.reports:
-            colour = "#2a7" if not r.errors else "#c33"
+            failed = self._failed(r)
+            colour = "#2a7" if not failed else "#c33"
             parts.append(f"<div><b style='color:{colour}'>{_e(self._summary(r))}</b><ul>")
-            parts += [f"<li style='color:#c33'>error: {_e(self._diag(d))}</li>" for d in r.errors]
+            parts += [f"<li style='color:#c33'>error: {_e(line)}</li>" for line in failed]
             parts += [f"<li style='color:#a60'>warning: {_e(self._diag(d))}</li>" for d in r.warnings]
             parts.append("</ul></div>")
         if self.saved_to:

@@ -471,14 +471,16 @@ class OdinMagics(Magics):
         return LoopListDisplay(loop_rows(LoopCatalog(self.project_dir).entries(), active.loop if active else None))
 
     def _cmd_validate(self, args):
+        from .catalog import LoopCatalog
         from .validation import validate_file
 
         paths = [_abs(p, self.project_dir) for p in args.paths]
         if not paths:
-            paths = sorted((self.project_dir / ".odin-loop" / "loops").glob("*.yaml"))
-            if not paths:
+            reports = LoopCatalog(self.project_dir).validate_project_loops(schedulable=args.schedulable)
+            if not reports:
                 return MessageDisplay("odin: no project loops to validate (.odin-loop/loops/ is empty); "
                                       "give paths: %odin validate PATH...")
+            return ValidationDisplay(reports)
         for p in paths:
             if not Path(p).is_file():
                 raise UsageError(f"no such file: {p}")

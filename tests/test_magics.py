@@ -246,6 +246,13 @@ def test_loop_cell_saves_a_valid_loop_and_reports_errors_at_the_cells_lines(ip, 
         odin(ip, "validate missing.yaml")
     (project / "bad.yaml").write_text(BAD_LOOP)
     assert "1 error" in repr(odin(ip, "validate bad.yaml"))
+    outside = project.parent / "elsewhere.yaml"  # a project loop that is a link out of the project
+    outside.write_text(good.replace("name: mine", "name: theirs"))
+    (project / ".odin-loop" / "loops" / "theirs.yaml").symlink_to(outside)
+    shown = odin(ip, "validate")
+    assert not shown.ok and "mine.yaml: OK" in shown.text()
+    assert "theirs.yaml: cannot be read" in shown.text() and "is a symbolic link to" in shown.text()
+    assert "cannot be read" in shown.html() and "symbolic link" in shown.html()
 
 
 def test_show_draws_the_loop_and_simulate_prints_its_path(ip, project):
