@@ -29,7 +29,7 @@ bookkeeping, so the table replaces them with a stand-in that records nothing
 (``--git-checkpoints`` keeps the real ones; the figure is printed apart).
 
     .venv/bin/python benchmarks/bench_engine.py [--sizes 10,1000,10000,100000] [--transitions 300]
-        [--no-langgraph] [--no-kernel] [--git-checkpoints]
+        [--rounds N] [--no-langgraph] [--no-kernel] [--git-checkpoints]
 
 The whole run takes about four minutes on a quiet machine, LangGraph's list
 reducer at 100,000 entries most of it; ``--sizes 10,1000,10000`` leaves the
@@ -412,6 +412,12 @@ def _child(args: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of rounds, 1 or more")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transitions", type=int, default=300)
@@ -419,8 +425,9 @@ def main() -> None:
     parser.add_argument("--no-langgraph", action="store_true")
     parser.add_argument("--no-kernel", action="store_true")
     parser.add_argument("--git-checkpoints", action="store_true", help="keep the real shadow-git checkpoints")
-    parser.add_argument("--rounds", type=int, default=3, help="each size is measured this many times, interleaved "
-                        "with the others (the machine's load changes): the round with the median median is shown")
+    parser.add_argument("--rounds", type=_at_least_one, default=3, metavar="N",
+                        help="each size is measured N times, interleaved with the others (the machine's load "
+                        "changes): the round with the median median is shown; the kernel line too, N fresh kernels")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, lg:N, lgdelta:N (a child process)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)  # DIR:N (a child process)
     parser.add_argument("--rebuild", help=argparse.SUPPRESS)  # RUN_DIR (a child process)
