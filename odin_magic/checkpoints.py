@@ -51,6 +51,13 @@ class CheckpointError(OdinError):
     """The checkpoint store cannot do its job (git missing, the store damaged, files unreadable)."""
 
 
+def _os_error(exc: Exception) -> str:
+    """An error in one line: an OSError as its reason and file (no errno tuple)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)
+
+
 @dataclass(frozen=True)
 class Change:
     """One file a stage changed, with line counts (None for a binary file)."""
@@ -241,11 +248,12 @@ class Checkpoints:
                     None if a == b"-" else int(a), None if d == b"-" else int(d))
         return [Change(p, k, *counts.get(p, (0, 0))) for p, k in sorted(kinds.items())]
 
-    def diff(self, before: str, after: str, paths: list[str] | None = None) -> str:
-        """The unified diff from ``before`` to ``after`` (binary files named, not shown)."""
+    def diff(self, before: str, after: str, paths: list[str] | None = None, errors: str = "replace") -> str:
+        """The unified diff from ``before`` to ``after`` (binary files named, not shown); ``errors`` decodes
+        it (``"surrogateescape"`` keeps a file name that is not UTF-8 as :meth:`changes` names it)."""
         out = self._git("diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", before, after,
                         "--", *(paths or []))
-        return out.decode("utf-8", "replace")
+        return out.decode("utf-8", errors)
 
     def entries(self, checkpoint: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
@@ -263,6 +271,8 @@ class Checkpoints:
         """Make the project tree (or just ``paths`` of it) byte for byte ``target``; returns what changed.
 
         Journaled (see the module docstring): a crash leaves a journal that the next opening rolls forward.
+        A write that fails part-way (a full disk, no permission) puts the tree back as it was and is one
+        :class:`CheckpointError`.
         """
         self.require(target)
         current = self.snapshot()
@@ -270,9 +280,29 @@ class Checkpoints:
             target = self._mixed(current, target, paths)
         if current == target:
             return []
-        self._apply(current, target, journal=True)
+        try:
+            self._apply(current, target, journal=True)
+        except (OSError, CheckpointError) as exc:
+            if not self.journal.exists():  # failed before the first write: nothing changed
+                if isinstance(exc, CheckpointError):
+                    raise
+                raise CheckpointError(f"the files could not be restored: {_os_error(exc)}; nothing changed",
+                                      hint="mend what the error names, then try again") from None
+            raise self._put_back(current, exc) from None
         self.journal.unlink(missing_ok=True)
         return self.changes(current, target)
+
+    def _put_back(self, before: str, exc: Exception) -> CheckpointError:
+        """A restore that failed part-way: the tree made ``before`` again and the journal removed; the error to
+        raise. When even that fails, the journal stays (the next opening finishes the restore) and says so."""
+        what = f"the files could not be restored ({_os_error(exc)})"
+        try:
+            self._apply(self.snapshot(), before)
+        except (OSError, CheckpointError) as again:
+            return CheckpointError(f"{what}, nor put back as they were ({_os_error(again)}): the next odin "
+                                   "command finishes the restore", hint="mend what the errors name first")
+        self.journal.unlink(missing_ok=True)
+        return CheckpointError(f"{what}; the files are as they were", hint="mend what the error names, then try again")
 
     def _mixed(self, current: str, target: str, paths: list[str]) -> str:
         """A tree equal to ``current`` except that ``paths`` are as in ``target`` (written to a scratch index)."""

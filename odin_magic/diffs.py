@@ -72,7 +72,8 @@ _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34,
 
 def _header_path(rest: str) -> str:
     """The path of a ``diff --git`` header: ``a/X b/X``, or both quoted the C way when X has a quote, a
-    backslash, a control or (core.quotePath) a non-ASCII byte in it (octal escapes of its UTF-8 bytes)."""
+    backslash or a control character in it (octal escapes for bytes; with git's default core.quotePath,
+    which the checkpoint store turns off, also for every byte of a non-ASCII letter)."""
     if not rest.startswith('"'):
         half = len(rest) // 2  # "a/X b/X": the same path twice, so spaces in X do no harm
         return rest[half + 1:][2:] if rest[half] == " " else rest.split(" b/", 1)[-1]
@@ -88,7 +89,7 @@ def _header_path(rest: str) -> str:
             raw.append(_ESCAPES.get(nxt, ord(nxt)))
             i += 2
             continue
-        raw += rest[i].encode("utf-8")
+        raw += rest[i].encode("utf-8", "surrogateescape")
         i += 1
     return raw.decode("utf-8", "surrogateescape")[2:]  # "a/..."
 
@@ -160,6 +161,7 @@ def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None =
     checkpoints.require(before)
     checkpoints.require(after)
     changes = checkpoints.changes(before, after)
-    parts = split_diff(checkpoints.diff(before, after)) if changes else {}
+    parts = split_diff(checkpoints.diff(before, after, errors="surrogateescape")) if changes else {}
+    parts = {path: text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for path, text in parts.items()}
     files = [FileDiff(c, parts.get(c.path, "")) for c in changes]
     return StageDiff(state.run_id, number, entry.stage, before, after, files)

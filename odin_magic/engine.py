@@ -42,7 +42,7 @@ from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
-from .store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
+from .store import ABANDONED_MARK, LOG_NAME, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
 from .workers.dry import DryWorker, parse_gate_script
 
@@ -194,6 +194,15 @@ class Session:
     @property
     def state(self) -> RunState:
         return self.handle.state
+
+
+@dataclass
+class _ForkUndo:
+    """What a fork that fails half-way puts back (see Engine._undo_fork)."""
+
+    source_id: str
+    was: dict[str, Any] | None = None  # the source's status, forked_to and ended_at before the fork abandoned it
+    fork_id: str | None = None  # the new run, once its making began
 
 
 class Engine:
@@ -352,15 +361,15 @@ class Engine:
     def fork(self, from_point: int | None = None, run_id: str | None = None, force: bool = False) -> RunState:
         """A new run from point ``from_point`` (history entries kept) of ``run_id`` (default: the active or
         latest run), the tree restored to that point; the old run is abandoned with a pointer to the fork.
-        A fork that fails half-way is undone: the source run is as it was (see :meth:`_undo_fork`)."""
+        Refused while another run is active. A fork that fails half-way is undone (:meth:`_undo_fork`)."""
         with self._driving():
             source = self.status(run_id)
             point = rewind.fork_point(source, from_point)
             loop = self.loop_for(source.run_id)
             plan = rewind.plan(self.checkpoints, source, point.target, point.current_stage, point.number, force)
-            handle, abandoned = self._start_fork(source, point, loop)
-            new_id = handle.state.run_id
+            undo = _ForkUndo(source.run_id)
             try:
+                handle = self._start_fork(source, point, loop, undo)
                 with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
                     rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
                     tree = rewind.apply(self.checkpoints, plan)
@@ -368,60 +377,68 @@ class Engine:
                     fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
                     self._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
                     self._emit("forked", s.state, stage=point.current_stage,
-                               text=f"run {new_id} forked from {source.run_id} at point {point.number}; "
+                               text=f"run {s.state.run_id} forked from {source.run_id} at point {point.number}; "
                                     f"`odin run` continues it from {point.current_stage}")
                     return self._snapshot(s)
             except BaseException as exc:
-                self._undo_fork(source if abandoned else None, new_id, exc)
+                self._undo_fork(undo, exc)
                 raise
 
-    def _start_fork(self, source: RunState, point: rewind.ForkPoint, loop: Loop) -> tuple[RunHandle, bool]:
-        """The fork's new run, made under the project lock after the source is abandoned (so that one run at
-        a time is active); True when this abandoned the source."""
+    def _start_fork(self, source: RunState, point: rewind.ForkPoint, loop: Loop, undo: _ForkUndo) -> RunHandle:
+        """The fork's new run, made under the project lock once the source is abandoned: one run at a time is
+        active (a fork of a past run is refused while another run is). ``undo`` learns what to put back."""
         now = self.clock()
         with self.store.project_lock():
+            active, _ = self._scan(tell=False)
+            if active is not None and active.run_id != source.run_id:
+                raise one_run_at_a_time(active)
             new_id = self.store.new_run_id(_local_naive(now), loop.name)
-            abandoned = source.status != "abandoned" or source.forked_to is None
-            if abandoned:
-                self._abandon_for_fork(source.run_id, new_id)
+            undo.was = self._abandon_for_fork(source.run_id, new_id)
             created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
                        "current_stage": point.current_stage, "max_iterations": loop.max_iterations,
                        "dry": (source.dry.model_copy(update={"gates": [], "used": {}}).model_dump()
                                if source.dry is not None else None)}
-            try:
-                return self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command), abandoned
-            except BaseException as exc:
-                self._undo_fork(source if abandoned else None, None, exc)
-                raise
+            undo.fork_id = new_id
+            return self.store.create(created, loop.model_dump(mode="json"), _stamp(now), self.command)
 
-    def _undo_fork(self, source: RunState | None, fork_id: str | None, exc: BaseException) -> None:
-        """A fork that failed half-way: its new run (when made) is abandoned with the reason, and the source
-        run (when the fork abandoned it) is as it was. A failure here is told as a notice: the fork's own
-        failure, raised after this, is what the user must see."""
-        reason = f"the fork failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        undo = []
-        if fork_id is not None:
-            undo.append((fork_id, "abandoned", {"status": "abandoned", "ended_at": self._now(), "failure_reason": reason}))
-        if source is not None:
-            undo.append((source.run_id, "fork_undone", {"status": source.status, "forked_to": source.forked_to,
-                                                        "ended_at": source.ended_at}))
-        for run_id, kind, fields in undo:
-            try:
-                handle, _ = self.store.open(run_id, self.command, self._now())
-                try:
-                    handle.record(kind, self._now(), set=fields)
-                finally:
-                    handle.close()
-            except (OSError, OdinError) as failed:
-                self._emit("notice", run_id, text=f"the failed fork could not be undone in run {run_id}: {failed}")
-
-    def _abandon_for_fork(self, run_id: str, fork_id: str) -> None:
+    def _abandon_for_fork(self, run_id: str, fork_id: str) -> dict[str, Any] | None:
+        """Mark the source run abandoned with a pointer to the fork; returns its fields as they were (read under
+        its lock, for an undo), or None when it was already abandoned for a fork (left as it is)."""
         handle, _ = self.store.open(run_id, self.command, self._now())
         try:
-            ended = {"ended_at": self._now()} if handle.state.ended_at is None else {}
+            state = handle.state
+            if state.status == "abandoned" and state.forked_to is not None:
+                return None
+            was = {"status": state.status, "forked_to": state.forked_to, "ended_at": state.ended_at}
+            ended = {"ended_at": self._now()} if state.ended_at is None else {}
             handle.record("abandoned", self._now(), set={"status": "abandoned", "forked_to": fork_id, **ended})
+            return was
         finally:
             handle.close()
+
+    def _undo_fork(self, undo: _ForkUndo, exc: BaseException) -> None:
+        """A fork that failed half-way, under the project lock (no run starts meanwhile): its new run (when its
+        log began) is abandoned with the reason, then the source run (when the fork abandoned it) gets back
+        the fields it had. A failure here is told as a notice: the fork's own failure, raised after, counts."""
+        reason = f"the fork failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        steps = []
+        if undo.fork_id is not None and (self.store.run_dir(undo.fork_id) / LOG_NAME).is_file():
+            steps.append((undo.fork_id, "abandoned", {"status": "abandoned", "ended_at": self._now(),
+                                                      "failure_reason": reason}))
+        if undo.was is not None:
+            steps.append((undo.source_id, "fork_undone", undo.was))
+        if not steps:
+            return
+        try:
+            with self.store.project_lock():
+                for run_id, kind, fields in steps:
+                    handle, _ = self.store.open(run_id, self.command, self._now())
+                    try:
+                        handle.record(kind, self._now(), set=fields)
+                    finally:
+                        handle.close()
+        except (OSError, OdinError, filelock.Timeout) as failed:
+            self._emit("notice", undo.source_id, text=f"the failed fork could not be undone: {failed}")
 
     def request_stop(self) -> None:
         """End the current drive after the current step; the run stays running and resumable."""

@@ -7,7 +7,8 @@
   counters up to N, the tree restored to that point's checkpoint); the old run
   is marked abandoned with a pointer to the fork. A fork that fails half-way is
   undone (the engine's ``_undo_fork``): the new run abandoned with the reason,
-  the old one as it was.
+  the old one given back its status (and a restore that fails part-way puts
+  the files back, see :meth:`Checkpoints.restore`).
 
 Both compute a plan first and change nothing until the plan is complete; the
 restore itself is journaled (a crash leaves the old tree or, once the store is
@@ -144,7 +145,8 @@ def copy_run_files(source: Path, dest: Path) -> None:
             elif item.is_file() and not item.is_symlink():
                 shutil.copy2(item, target)
     except OSError as exc:  # shutil.Error (a list of failures) is one
-        detail = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else str(exc)
+        failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+        detail = failures[0][2] if isinstance(failures, list) and failures else str(exc)
         raise OdinError(f"the files of run {source.name} could not be copied into the fork: {detail}",
                         hint="mend or move the file named, then fork again; the run is as it was") from None
 

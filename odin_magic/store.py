@@ -28,6 +28,7 @@ by readers and cut off by the next driver.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -691,9 +692,18 @@ class RunStore:
         _fsync_dir(d)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
-        handle = RunHandle(d, None, lock)
-        handle.record("created", at, save=True, **created)  # the first record is folded from nothing
-        _fsync_dir(self.runs_dir)
+        try:
+            handle = RunHandle(d, None, lock)
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            handle.record("created", at, save=True, **created)  # the first record is folded from nothing
+            _fsync_dir(self.runs_dir)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the record's failure is the one to tell
+                handle.close()  # the lock goes with it
+            raise
         return handle
 
     def open(self, run_id: str, command: str, at: str, known: Loaded | None = None) -> tuple[RunHandle, str | None]:

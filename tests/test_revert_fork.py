@@ -3,6 +3,7 @@ the offline scripted model; the crash test kills a real process mid-restore."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -12,13 +13,17 @@ import sys
 import textwrap
 from pathlib import Path
 
+import filelock
 import pytest
 
 from odin_magic import diffs
-from odin_magic.checkpoints import Checkpoints
+from odin_magic import rewind
+from odin_magic.checkpoints import CheckpointError, Checkpoints
 from odin_magic.cli import main as odin_main
 from odin_magic.engine import Engine
-from odin_magic.errors import UsageError
+from odin_magic.errors import OdinError, RunRefused, UsageError
+from odin_magic.state import HistoryEntry, RunState
+from odin_magic.store import RunHandle
 
 from scripted_runs import scripted_engine
 
@@ -99,19 +104,25 @@ def diff_paths(diff):
 
 
 def test_each_changed_file_gets_its_own_diff_whatever_git_quotes_in_its_name(project):
-    """git quotes a path with a quote, a backslash, a tab or a non-ASCII letter in it ("a/caf\\303\\251"):
-    every file still gets its own part of the diff, under the name the change list gives it."""
-    names = ["plain.txt", "sp ace.txt", "café.txt", 'say "hi".txt', "back\\slash.txt", "tab\tbed.txt", "b/ in.txt"]
+    """git quotes a path with a quote, a backslash or a control character in it ("a/\\001ctl.txt"), and a
+    name need not be UTF-8: every file still gets its own part of the diff, under the name the change list
+    gives it."""
+    names = ["plain.txt", "sp ace.txt", "café.txt", 'say "hi".txt', "back\\slash.txt", "tab\tbed.txt",
+             "b/ in.txt", "\x01ctl.txt", os.fsdecode(b"lat\xe9n1.txt")]
     store = Checkpoints(project)
     before = store.snapshot()
     for name in names:
         (project / name).parent.mkdir(exist_ok=True)
-        (project / name).write_text(f"{name}\n")
+        (project / name).write_text(f"{name!r}\n")
     after = store.snapshot()
-    parts = diffs.split_diff(store.diff(before, after))
-    assert sorted(parts) == sorted(c.path for c in store.changes(before, after)) == sorted(names)
-    for name in names:
-        assert parts[name].count("diff --git ") == 1 and "new file mode" in parts[name]
+    assert '"a/\\001ctl.txt"' in store.diff(before, after)  # what git writes: an octal escape
+    state = RunState(run_id="r", loop="l", task="t", started_at="2026-01-01T00:00:00", current_stage="s", max_iterations=1,
+                     history=[HistoryEntry(stage="s", result="pass", gate="ai", at="2026-01-01T00:00:00",
+                                           checkpoint=before, after=after)])
+    shown = diffs.stage_diff(store, state)
+    assert sorted(f.change.path for f in shown.files) == sorted(names)
+    for f in shown.files:
+        assert f.text.count("diff --git ") == 1 and "new file mode" in f.text, f.change.path
 
 
 def test_hand_made_changes_are_named_and_kept_unless_forced(project, write_loop):
@@ -184,7 +195,6 @@ def test_fork_from_a_point_keeps_the_history_up_to_it(project, write_loop):
         engine.fork(from_point=9)
 
 
-
 def test_a_fork_that_fails_half_way_leaves_the_source_run_as_it_was(project, write_loop, capsys):
     """A file of the source run cannot be copied (a named pipe in its harness): the fork fails with one clear
     error, its new run is abandoned with the reason, and the source run is active again, its tree untouched."""
@@ -212,6 +222,137 @@ def test_a_fork_that_fails_half_way_leaves_the_source_run_as_it_was(project, wri
     assert failed[0].failure_reason.startswith(f"the fork failed: the files of run {source.run_id}")
     state = engine.approve()  # the source run goes on to done
     assert state.run_id == source.run_id and state.status == "done"
+
+
+
+@contextlib.contextmanager
+def immutable(path: Path):
+    """``path`` made immutable (chattr +i: no write, rename or unlink, even for root) for the block: a
+    real write failure part-way through a restore."""
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not possible here (it needs CAP_LINUX_IMMUTABLE and ext2/3/4)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_restore_that_fails_part_way_puts_the_files_back(project):
+    """Files restored one by one, in path order: the last one cannot be replaced. The ones already written
+    are put back, the journal goes, and the error is one CheckpointError line."""
+    (project / "a.txt").write_text("a1\n")
+    (project / "z.txt").write_text("z1\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    (project / "a.txt").write_text("a2\n")
+    (project / "z.txt").write_text("z2\n")
+    (project / "new.txt").write_text("new\n")
+    now = tree_digest(project)
+    with immutable(project / "z.txt"):
+        with pytest.raises(CheckpointError, match="could not be restored .*z.txt.*; the files are as they were"):
+            store.restore(before)
+    assert tree_digest(project) == now and not store.journal.exists()
+    assert store.restore(before) and (project / "a.txt").read_text() == "a1\n"  # and it works once mended
+
+
+def test_a_fork_whose_restore_fails_part_way_leaves_everything_as_it_was(project, write_loop, capsys):
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    engine.start("two", "t")
+    engine.approve()
+    source = engine.status()
+    tree = tree_digest(project)
+    with immutable(project / "src" / "app.py"):  # restored after assets/, keep.txt and notes.txt
+        assert odin_main(["fork", "--from", "0", "--project", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "the files are as they were" in err and "Traceback" not in err
+    assert tree_digest(project) == tree
+    assert engine.active().run_id == source.run_id and engine.status(source.run_id).status == "awaiting_approval"
+    assert [r.status for r in engine.runs() if r.run_id != source.run_id] == ["abandoned"]
+
+
+def test_forking_a_past_run_is_refused_while_another_run_is_active(project, write_loop):
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    first = engine.start("two", "t").run_id
+    engine.approve()
+    assert engine.approve().status == "done"
+    second = engine.start("two", "u").run_id
+    with pytest.raises(RunRefused, match=f"run {second} .* one run per project at a time"):
+        engine.fork(from_point=1, run_id=first, force=True)
+    assert sorted(r.run_id for r in engine.runs()) == sorted([first, second])
+    assert engine.status(first).status == "done" and engine.active().run_id == second
+
+
+def test_a_failed_fork_gives_the_source_back_what_it_had_when_abandoned_under_the_project_lock(
+        project, write_loop, monkeypatch):
+    """Another process approves the source to done between the fork's first look and its abandoning it;
+    the fork then fails: the source is given back done (as read under its lock), not the status first
+    seen, and the undo holds the project lock (no run can start while no run is active)."""
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    run_id = engine.start("two", "t").run_id
+    engine.approve()  # ship awaits approval
+    other, _ = scripted_engine(project, SCRIPT)
+    plan = rewind.plan
+
+    def plan_while_another_process_approves(*args, **kwargs):  # a hook into the window, not a stand-in
+        out = plan(*args, **kwargs)
+        assert other.approve().status == "done"
+        return out
+
+    monkeypatch.setattr(rewind, "plan", plan_while_another_process_approves)
+    harness = engine.store.run_dir(run_id) / "harness"
+    harness.mkdir(exist_ok=True)
+    os.mkfifo(harness / "pipe")  # the copy of the run's files fails for real
+    lock_held = []
+    open_run = engine.store.open
+
+    def open_and_check_the_lock(rid, *args, **kwargs):
+        if rid == run_id and any(r.status == "abandoned" and r.failure_reason for r in engine.runs()):
+            probe = filelock.FileLock(str(engine.store.root / "project.lock"))
+            try:
+                probe.acquire(timeout=0)
+                probe.release()
+                lock_held.append(False)
+            except filelock.Timeout:
+                lock_held.append(True)
+        return open_run(rid, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "open", open_and_check_the_lock)
+    with pytest.raises(OdinError, match="could not be copied into the fork"):
+        engine.fork(from_point=0)
+    state = engine.status(run_id)
+    assert (state.status, state.forked_to) == ("done", None) and state.ended_at is not None
+    assert lock_held == [True]
+
+
+def test_a_fork_whose_new_run_fails_after_its_first_record_leaves_one_run_active(project, write_loop, monkeypatch):
+    """The new run's first record is written, then its state.json cannot be (a full disk): that run is
+    abandoned too, and its lock released."""
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    source = engine.start("two", "t").run_id
+    save = RunHandle.save
+
+    def save_but_not_the_new_runs_first(handle):  # fault injection: the disk is full just then
+        if handle.state.run_id != source and handle.state.log_seq == 1:
+            raise OSError(28, "No space left on device")
+        return save(handle)
+
+    monkeypatch.setattr(RunHandle, "save", save_but_not_the_new_runs_first)
+    with pytest.raises(OSError):
+        engine.fork(from_point=0)
+    monkeypatch.setattr(RunHandle, "save", save)
+    assert [r.run_id for r in engine.runs() if r.active] == [source]
+    half = next(r for r in engine.runs() if r.run_id != source)
+    assert half.status == "abandoned" and "No space left" in half.failure_reason
+    handle, _ = engine.store.open(half.run_id, "test", "2026-01-01T00:00:00")  # its lock was released
+    handle.close()
 
 
 CRASHER = textwrap.dedent("""
