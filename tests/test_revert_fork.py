@@ -195,16 +195,20 @@ def test_fork_from_a_point_keeps_the_history_up_to_it(project, write_loop):
         engine.fork(from_point=9)
 
 
-def test_a_fork_that_fails_half_way_leaves_the_source_run_as_it_was(project, write_loop, capsys):
-    """A file of the source run cannot be copied (a named pipe in its harness): the fork fails with one clear
-    error, its new run is abandoned with the reason, and the source run is active again, its tree untouched."""
+def at_ship(project, write_loop):
+    """A run whose build was approved and whose ship awaits approval: (engine, its state, the tree's digest)."""
     write_loop(LOOP)
     seed(project)
     engine, _ = scripted_engine(project, SCRIPT)
     engine.start("two", "t")
     engine.approve()
-    source = engine.status()
-    tree = tree_digest(project)
+    return engine, engine.status(), tree_digest(project)
+
+
+def test_a_fork_that_fails_half_way_leaves_the_source_run_as_it_was(project, write_loop, capsys):
+    """A file of the source run cannot be copied (a named pipe in its harness): the fork fails with one clear
+    error, its new run is abandoned with the reason, and the source run is active again, its tree untouched."""
+    engine, source, tree = at_ship(project, write_loop)
     harness = engine.store.run_dir(source.run_id) / "harness"
     harness.mkdir(exist_ok=True)
     os.mkfifo(harness / "pipe")
@@ -256,13 +260,7 @@ def test_a_restore_that_fails_part_way_puts_the_files_back(project):
 
 
 def test_a_fork_whose_restore_fails_part_way_leaves_everything_as_it_was(project, write_loop, capsys):
-    write_loop(LOOP)
-    seed(project)
-    engine, _ = scripted_engine(project, SCRIPT)
-    engine.start("two", "t")
-    engine.approve()
-    source = engine.status()
-    tree = tree_digest(project)
+    engine, source, tree = at_ship(project, write_loop)
     with immutable(project / "src" / "app.py"):  # restored after assets/, keep.txt and notes.txt
         assert odin_main(["fork", "--from", "0", "--project", str(project)]) == 1
     err = capsys.readouterr().err
