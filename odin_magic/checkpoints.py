@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from .confine import is_confined
 from .errors import OdinError
 from .store import write_atomic
 
@@ -54,7 +55,8 @@ class CheckpointError(OdinError):
 def _os_error(exc: Exception) -> str:
     """An error in one line: an OSError as its reason and file (no errno tuple)."""
     if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+        name = exc.filename2 or exc.filename  # os.replace(tmp, path): the path, not the temporary file
+        return f"{exc.strerror}: {name}" if name else exc.strerror
     return str(exc)
 
 
@@ -345,13 +347,15 @@ class Checkpoints:
         blobs = self._blobs([e.sha for e in wanted.values()])
         if journal:
             write_atomic(self.journal, json.dumps({"from": current, "to": target}))
-        for path, entry in sorted(wanted.items()):
-            self._write(path, entry, blobs[entry.sha])
+        # removals first, deepest first: a file or link where the target has a directory goes before the
+        # directory's files are written (and never leads a write through a link)
         for path in sorted(set(now) - set(then), reverse=True):
             full = self._inside(path)
             if full.is_symlink() or full.exists():
                 full.unlink()
             self._prune(full.parent)
+        for path, entry in sorted(wanted.items()):
+            self._write(path, entry, blobs[entry.sha])
 
     def _blobs(self, shas: list[str]) -> dict[str, bytes]:
         if not shas:
@@ -382,17 +386,24 @@ class Checkpoints:
         if full.is_dir() and not full.is_symlink():
             shutil.rmtree(full)
         full.parent.mkdir(parents=True, exist_ok=True)
+        if not is_confined(full.parent, [self.project_dir]):
+            raise CheckpointError(f"restoring {path}: its folder leads out of the project through a symbolic "
+                                  "link; nothing is written there", hint="replace the link with a folder, then try again")
         tmp = full.with_name(f".{full.name}.odin-restore.tmp")
         tmp.unlink(missing_ok=True)
-        if entry.mode == "120000":
-            os.symlink(data.decode("utf-8", "surrogateescape"), tmp)
-        else:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~_umask_bits())
-        os.replace(tmp, full)
+        try:
+            if entry.mode == "120000":
+                os.symlink(data.decode("utf-8", "surrogateescape"), tmp)
+            else:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~_umask_bits())
+            os.replace(tmp, full)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # no half-written file left in the user's tree
+            raise
 
     def _prune(self, directory: Path) -> None:
         """Remove directories a restore emptied, up to the project directory."""

@@ -42,7 +42,7 @@ from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
 from .state import DryOptions, InterviewSummary, RunState, Usage
-from .store import ABANDONED_MARK, LOG_NAME, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
+from .store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunHandle, RunStore, command_line
 from .workers.base import JudgeJob, StageJob, StageResult, Worker, WorkerError, WorkerEvent
 from .workers.dry import DryWorker, parse_gate_script
 
@@ -368,7 +368,7 @@ class Engine:
             loop = self.loop_for(source.run_id)
             plan = rewind.plan(self.checkpoints, source, point.target, point.current_stage, point.number, force)
             undo = _ForkUndo(source.run_id)
-            try:
+            with self._undone_on_failure(undo):
                 handle = self._start_fork(source, point, loop, undo)
                 with self._held(Session(handle, loop, None, {e.stage for e in point.entries if e.result == "pass"})) as s:
                     rewind.copy_run_files(self.store.run_dir(source.run_id), handle.run_dir)
@@ -380,18 +380,32 @@ class Engine:
                                text=f"run {s.state.run_id} forked from {source.run_id} at point {point.number}; "
                                     f"`odin run` continues it from {point.current_stage}")
                     return self._snapshot(s)
-            except BaseException as exc:
-                self._undo_fork(undo, exc)
-                raise
+
+    @contextlib.contextmanager
+    def _undone_on_failure(self, undo: _ForkUndo) -> Iterator[None]:
+        """A fork's work: on any failure it is undone, and a locked project or a system error (a full disk, no
+        permission) is one line, not a traceback."""
+        try:
+            yield
+        except BaseException as exc:
+            self._undo_fork(undo, exc)
+            if isinstance(exc, filelock.Timeout):
+                raise RunLocked("another process is creating a run in this project", hint="try again") from None
+            if isinstance(exc, OSError):
+                raise OdinError(f"the fork failed: {exc}", hint="mend what the error names, then fork again; "
+                                f"run {undo.source_id} is as it was") from None
+            raise
 
     def _start_fork(self, source: RunState, point: rewind.ForkPoint, loop: Loop, undo: _ForkUndo) -> RunHandle:
         """The fork's new run, made under the project lock once the source is abandoned: one run at a time is
         active (a fork of a past run is refused while another run is). ``undo`` learns what to put back."""
         now = self.clock()
         with self.store.project_lock():
-            active, _ = self._scan(tell=False)
+            active, damaged = self._scan(tell=False)
             if active is not None and active.run_id != source.run_id:
                 raise one_run_at_a_time(active)
+            if active is None and damaged is not None and damaged[0] != source.run_id:
+                raise damaged_blocks(*damaged)
             new_id = self.store.new_run_id(_local_naive(now), loop.name)
             undo.was = self._abandon_for_fork(source.run_id, new_id)
             created = {"run_id": new_id, "loop": loop.name, "task": source.task, "started_at": _stamp(now),
@@ -422,7 +436,7 @@ class Engine:
         the fields it had. A failure here is told as a notice: the fork's own failure, raised after, counts."""
         reason = f"the fork failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         steps = []
-        if undo.fork_id is not None and (self.store.run_dir(undo.fork_id) / LOG_NAME).is_file():
+        if undo.fork_id is not None and self.store.began(undo.fork_id):
             steps.append((undo.fork_id, "abandoned", {"status": "abandoned", "ended_at": self._now(),
                                                       "failure_reason": reason}))
         if undo.was is not None:
@@ -431,14 +445,19 @@ class Engine:
             return
         try:
             with self.store.project_lock():
-                for run_id, kind, fields in steps:
-                    handle, _ = self.store.open(run_id, self.command, self._now())
+                for run_id, kind, fields in steps:  # each on its own: one that fails does not skip the other
                     try:
-                        handle.record(kind, self._now(), set=fields)
-                    finally:
-                        handle.close()
-        except (OSError, OdinError, filelock.Timeout) as failed:
-            self._emit("notice", undo.source_id, text=f"the failed fork could not be undone: {failed}")
+                        handle, _ = self.store.open(run_id, self.command, self._now())
+                        try:
+                            handle.record(kind, self._now(), set=fields)
+                        finally:
+                            handle.close()
+                    except (OSError, OdinError) as failed:
+                        self._emit("notice", run_id, text=f"the failed fork could not be undone in run {run_id}: "
+                                                          f"{failed}")
+        except filelock.Timeout:
+            self._emit("notice", undo.source_id, text="the failed fork could not be undone: the project is locked "
+                                                      f"by another process; run {undo.source_id} stays abandoned")
 
     def request_stop(self) -> None:
         """End the current drive after the current step; the run stays running and resumable."""

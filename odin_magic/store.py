@@ -629,6 +629,10 @@ class RunStore:
         return sorted(d.name for d in self.runs_dir.iterdir()
                       if NAME_RE.fullmatch(d.name) and (_started(d / LOG_NAME) or _lost_log(d)))
 
+    def began(self, run_id: str) -> bool:
+        """True when run ``run_id``'s event log holds a record (a creation cut short before it did not)."""
+        return _started(self.run_dir(run_id) / LOG_NAME)
+
     def load(self, run_id: str) -> Loaded:
         d = self._existing_run_dir(run_id)
         try:

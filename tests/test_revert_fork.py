@@ -23,7 +23,7 @@ from odin_magic.cli import main as odin_main
 from odin_magic.engine import Engine
 from odin_magic.errors import OdinError, RunRefused, UsageError
 from odin_magic.state import HistoryEntry, RunState
-from odin_magic.store import RunHandle
+from odin_magic.store import RunHandle, RunStore
 
 from scripted_runs import scripted_engine
 
@@ -343,14 +343,136 @@ def test_a_fork_whose_new_run_fails_after_its_first_record_leaves_one_run_active
         return save(handle)
 
     monkeypatch.setattr(RunHandle, "save", save_but_not_the_new_runs_first)
-    with pytest.raises(OSError):
+    with pytest.raises(OdinError, match="the fork failed: .*No space left on device") as info:
         engine.fork(from_point=0)
+    assert f"run {source} is as it was" in info.value.hint
     monkeypatch.setattr(RunHandle, "save", save)
     assert [r.run_id for r in engine.runs() if r.active] == [source]
     half = next(r for r in engine.runs() if r.run_id != source)
     assert half.status == "abandoned" and "No space left" in half.failure_reason
     handle, _ = engine.store.open(half.run_id, "test", "2026-01-01T00:00:00")  # its lock was released
     handle.close()
+
+
+
+def test_a_fork_whose_first_record_cannot_be_written_gives_the_source_back(project, write_loop, monkeypatch,
+                                                                              capsys):
+    """The new run's log file exists but its first record could not be written (a full disk): there is no
+    run to abandon, the source gets its fields back all the same, and `odin fork` says so in one line."""
+    engine, source, _ = at_ship(project, write_loop)
+    record = RunHandle.record
+
+    def full_disk_on_a_first_record(handle, type, at, **fields):  # fault injection
+        if handle.state is None:
+            raise OSError(28, "No space left on device")
+        return record(handle, type, at, **fields)
+
+    monkeypatch.setattr(RunHandle, "record", full_disk_on_a_first_record)
+    assert odin_main(["fork", "--from", "0", "--project", str(project)]) == 1
+    monkeypatch.setattr(RunHandle, "record", record)
+    err = capsys.readouterr().err
+    assert "the fork failed: [Errno 28] No space left on device" in err and "Traceback" not in err
+    assert [r.run_id for r in engine.runs()] == [source.run_id]
+    state = engine.status(source.run_id)
+    assert (state.status, state.forked_to) == ("awaiting_approval", None)
+
+
+def test_a_fork_while_another_process_holds_the_project_lock_is_one_line(project, write_loop, monkeypatch, capsys):
+    engine, source, tree = at_ship(project, write_loop)
+    project_lock = RunStore.project_lock
+    monkeypatch.setattr(RunStore, "project_lock", lambda store: filelock.FileLock(
+        project_lock(store).lock_file, timeout=0.2, thread_local=False))  # not 30 s
+    other = filelock.FileLock(str(project / ".odin-loop" / "project.lock"), thread_local=False)
+    with other:  # another process, creating a run
+        assert odin_main(["fork", "--from", "0", "--project", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert "another process is creating a run in this project" in err and "Traceback" not in err
+    assert [r.run_id for r in engine.runs()] == [source.run_id] and tree_digest(project) == tree
+
+
+def test_forking_a_past_run_is_refused_while_a_damaged_run_may_be_active(project, write_loop):
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    first = engine.start("two", "t").run_id
+    engine.approve()
+    assert engine.approve().status == "done"
+    second = engine.start("two", "u").run_id
+    (engine.store.run_dir(second) / "events.jsonl").unlink()  # damaged; its state.json says it is active
+    with pytest.raises(RunRefused, match=f"run {second} is damaged and may still be active"):
+        engine.fork(from_point=1, run_id=first, force=True)
+    assert engine.status(first).status == "done" and engine.store.run_ids() == [first, second]
+
+
+def restore_failing_at_z(project: Path, store: Checkpoints, target: str) -> None:
+    """``store.restore(target)`` with z.txt (the last file restored) immutable: the put-back must leave the
+    tree as it was, with no journal."""
+    before = tree_digest(project)
+    with immutable(project / "z.txt"):
+        with pytest.raises(CheckpointError, match="could not be restored .*z.txt.*; the files are as they were"):
+            store.restore(target)
+    assert tree_digest(project) == before and not store.journal.exists()
+
+
+def test_a_put_back_after_a_folder_became_a_link_writes_nothing_through_the_link(project, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "z.txt").write_text("z1\n")
+    (project / "d").symlink_to(outside)
+    store = Checkpoints(project)
+    target = store.snapshot()  # d: a link
+    (project / "d").unlink()
+    (project / "d").mkdir()
+    (project / "d" / "a.txt").write_text("a\n")
+    (project / "z.txt").write_text("z2\n")
+    restore_failing_at_z(project, store, target)
+    assert list(outside.iterdir()) == [] and (project / "d" / "a.txt").read_text() == "a\n"
+
+
+def test_a_put_back_after_a_folder_became_a_file(project):
+    (project / "d").write_text("file\n")
+    (project / "z.txt").write_text("z1\n")
+    store = Checkpoints(project)
+    target = store.snapshot()  # d: a file
+    (project / "d").unlink()
+    (project / "d").mkdir()
+    (project / "d" / "a.txt").write_text("a\n")
+    (project / "z.txt").write_text("z2\n")
+    restore_failing_at_z(project, store, target)
+
+
+def test_a_failed_restore_leaves_no_temporary_file_even_where_the_project_ignores_them(project):
+    (project / ".gitignore").write_text("*.tmp\n")
+    (project / "z.txt").write_text("z1\n")
+    store = Checkpoints(project)
+    target = store.snapshot()
+    (project / "z.txt").write_text("z2\n")
+    restore_failing_at_z(project, store, target)
+    assert not (project / ".z.txt.odin-restore.tmp").exists()
+
+
+def test_a_put_back_is_tested_without_chattr_too(project, monkeypatch):
+    """The put-back by fault injection (os.replace fails for z.txt, a full disk), for machines where
+    chattr +i is not possible and the tests above skip."""
+    (project / "a.txt").write_text("a1\n")
+    (project / "z.txt").write_text("z1\n")
+    store = Checkpoints(project)
+    target = store.snapshot()
+    (project / "a.txt").write_text("a2\n")
+    (project / "z.txt").write_text("z2\n")
+    before = tree_digest(project)
+    replace = os.replace
+
+    def full_disk_at_z(src, dst, *args, **kwargs):
+        if Path(dst).name == "z.txt":
+            raise OSError(28, "No space left on device", str(src), None, str(dst))
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", full_disk_at_z)
+    with pytest.raises(CheckpointError, match=f"No space left on device: {project / 'z.txt'}\\); the files are"):
+        store.restore(target)
+    monkeypatch.setattr(os, "replace", replace)
+    assert tree_digest(project) == before and not store.journal.exists()
 
 
 CRASHER = textwrap.dedent("""
