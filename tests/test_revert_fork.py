@@ -241,21 +241,33 @@ def immutable(path: Path):
         subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
-def test_a_restore_that_fails_part_way_puts_the_files_back(project):
-    """Files restored one by one, in path order: the last one cannot be replaced. The ones already written
-    are put back, the journal goes, and the error is one CheckpointError line."""
+def restore_failing_at_z(project: Path, store: Checkpoints, target: str) -> None:
+    """``store.restore(target)`` with z.txt (the last file restored) immutable: the put-back must leave the
+    tree as it was, with no journal."""
+    before = tree_digest(project)
+    with immutable(project / "z.txt"):
+        with pytest.raises(CheckpointError, match="could not be restored .*z.txt.*; the files are as they were"):
+            store.restore(target)
+    assert tree_digest(project) == before and not store.journal.exists()
+
+
+def a_and_z_changed(project: Path) -> tuple[Checkpoints, str]:
+    """a.txt and z.txt changed since the checkpoint returned (with its store)."""
     (project / "a.txt").write_text("a1\n")
     (project / "z.txt").write_text("z1\n")
     store = Checkpoints(project)
-    before = store.snapshot()
+    checkpoint = store.snapshot()
     (project / "a.txt").write_text("a2\n")
     (project / "z.txt").write_text("z2\n")
+    return store, checkpoint
+
+
+def test_a_restore_that_fails_part_way_puts_the_files_back(project):
+    """Files restored one by one, in path order: the last one cannot be replaced. The ones already written
+    are put back, the journal goes, and the error is one CheckpointError line."""
+    store, before = a_and_z_changed(project)
     (project / "new.txt").write_text("new\n")
-    now = tree_digest(project)
-    with immutable(project / "z.txt"):
-        with pytest.raises(CheckpointError, match="could not be restored .*z.txt.*; the files are as they were"):
-            store.restore(before)
-    assert tree_digest(project) == now and not store.journal.exists()
+    restore_failing_at_z(project, store, before)
     assert store.restore(before) and (project / "a.txt").read_text() == "a1\n"  # and it works once mended
 
 
@@ -270,7 +282,7 @@ def test_a_fork_whose_restore_fails_part_way_leaves_everything_as_it_was(project
     assert [r.status for r in engine.runs() if r.run_id != source.run_id] == ["abandoned"]
 
 
-def test_forking_a_past_run_is_refused_while_another_run_is_active(project, write_loop):
+def test_forking_a_past_run_is_refused_while_another_run_is_or_may_be_active(project, write_loop):
     write_loop(LOOP)
     seed(project)
     engine, _ = scripted_engine(project, SCRIPT)
@@ -282,6 +294,10 @@ def test_forking_a_past_run_is_refused_while_another_run_is_active(project, writ
         engine.fork(from_point=1, run_id=first, force=True)
     assert sorted(r.run_id for r in engine.runs()) == sorted([first, second])
     assert engine.status(first).status == "done" and engine.active().run_id == second
+    (engine.store.run_dir(second) / "events.jsonl").unlink()  # damaged; its state.json says it is active
+    with pytest.raises(RunRefused, match=f"run {second} is damaged and may still be active"):
+        engine.fork(from_point=1, run_id=first, force=True)
+    assert engine.status(first).status == "done" and engine.store.run_ids() == [first, second]
 
 
 def test_a_failed_fork_gives_the_source_back_what_it_had_when_abandoned_under_the_project_lock(
@@ -390,55 +406,25 @@ def test_a_fork_while_another_process_holds_the_project_lock_is_one_line(project
     assert [r.run_id for r in engine.runs()] == [source.run_id] and tree_digest(project) == tree
 
 
-def test_forking_a_past_run_is_refused_while_a_damaged_run_may_be_active(project, write_loop):
-    write_loop(LOOP)
-    seed(project)
-    engine, _ = scripted_engine(project, SCRIPT)
-    first = engine.start("two", "t").run_id
-    engine.approve()
-    assert engine.approve().status == "done"
-    second = engine.start("two", "u").run_id
-    (engine.store.run_dir(second) / "events.jsonl").unlink()  # damaged; its state.json says it is active
-    with pytest.raises(RunRefused, match=f"run {second} is damaged and may still be active"):
-        engine.fork(from_point=1, run_id=first, force=True)
-    assert engine.status(first).status == "done" and engine.store.run_ids() == [first, second]
-
-
-def restore_failing_at_z(project: Path, store: Checkpoints, target: str) -> None:
-    """``store.restore(target)`` with z.txt (the last file restored) immutable: the put-back must leave the
-    tree as it was, with no journal."""
-    before = tree_digest(project)
-    with immutable(project / "z.txt"):
-        with pytest.raises(CheckpointError, match="could not be restored .*z.txt.*; the files are as they were"):
-            store.restore(target)
-    assert tree_digest(project) == before and not store.journal.exists()
-
-
-def test_a_put_back_after_a_folder_became_a_link_writes_nothing_through_the_link(project, tmp_path):
+@pytest.mark.parametrize("was", ["a link out of the project", "a file"])
+def test_a_put_back_after_a_folder_took_the_place_of_a_file_or_link(project, tmp_path, was):
+    """The restore must turn folder d/ back into a file or a link, then fails: the put-back makes d/ a
+    folder again, and writes nothing through the link."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (project / "z.txt").write_text("z1\n")
-    (project / "d").symlink_to(outside)
+    if was == "a file":
+        (project / "d").write_text("file\n")
+    else:
+        (project / "d").symlink_to(outside)
     store = Checkpoints(project)
-    target = store.snapshot()  # d: a link
+    target = store.snapshot()
     (project / "d").unlink()
     (project / "d").mkdir()
     (project / "d" / "a.txt").write_text("a\n")
     (project / "z.txt").write_text("z2\n")
     restore_failing_at_z(project, store, target)
     assert list(outside.iterdir()) == [] and (project / "d" / "a.txt").read_text() == "a\n"
-
-
-def test_a_put_back_after_a_folder_became_a_file(project):
-    (project / "d").write_text("file\n")
-    (project / "z.txt").write_text("z1\n")
-    store = Checkpoints(project)
-    target = store.snapshot()  # d: a file
-    (project / "d").unlink()
-    (project / "d").mkdir()
-    (project / "d" / "a.txt").write_text("a\n")
-    (project / "z.txt").write_text("z2\n")
-    restore_failing_at_z(project, store, target)
 
 
 def test_a_failed_restore_leaves_no_temporary_file_even_where_the_project_ignores_them(project):
@@ -454,12 +440,7 @@ def test_a_failed_restore_leaves_no_temporary_file_even_where_the_project_ignore
 def test_a_put_back_is_tested_without_chattr_too(project, monkeypatch):
     """The put-back by fault injection (os.replace fails for z.txt, a full disk), for machines where
     chattr +i is not possible and the tests above skip."""
-    (project / "a.txt").write_text("a1\n")
-    (project / "z.txt").write_text("z1\n")
-    store = Checkpoints(project)
-    target = store.snapshot()
-    (project / "a.txt").write_text("a2\n")
-    (project / "z.txt").write_text("z2\n")
+    store, target = a_and_z_changed(project)
     before = tree_digest(project)
     replace = os.replace
 
