@@ -39,6 +39,8 @@ from .store import write_atomic
 GIT_DIR_NAME = "checkpoints.git"
 INDEX_NAME = "checkpoints.index"
 JOURNAL_NAME = "restore.journal.json"
+#: git's processes start a session of their own (see Checkpoints._git)
+OWN_SESSION = {"start_new_session": True}
 #: left out of every checkpoint, besides what the project's .gitignore files ignore
 EXCLUDED = (".odin-loop/", ".git/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ipynb_checkpoints/")
 LARGE_FILE = 50 << 20  # files larger than this when the store is made are left out of checkpoints
@@ -127,11 +129,14 @@ class Checkpoints:
         self._ready = False
 
     # -- git ---------------------------------------------------------------------------
+    # Every git runs in a session of its own (OWN_SESSION): a notebook's interrupt button sends SIGINT to
+    # the kernel's whole process group, and a checkpoint taken by a run driving in the background of that
+    # kernel must not die of the user's Ctrl-C on a cell (git is short-lived: nothing is left behind).
 
     def _git(self, *args: str, input: bytes | None = None, what: str = "") -> bytes:
         try:
             proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=self._env, input=input,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
         except FileNotFoundError:
             raise CheckpointError("checkpoints need git, and no `git` program was found",
                                   hint="install git (e.g. apt-get install git) and try again") from None
@@ -157,7 +162,7 @@ class Checkpoints:
             self.root.mkdir(parents=True, exist_ok=True)
             proc = subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env={
                 k: v for k, v in self._env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")},
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
             if proc.returncode != 0:
                 raise self._failure("init", proc.stderr.decode("utf-8", "replace"), "creating the store")
         exclude = self.git_dir / "info" / "exclude"
@@ -204,7 +209,8 @@ class Checkpoints:
                          + "".join(f"{p}\n" for p in large))
         try:
             proc = subprocess.Popen(["git", *self._config, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
-                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    **OWN_SESSION)
         except FileNotFoundError:
             return  # _git reports the missing program
         try:
@@ -323,7 +329,7 @@ class Checkpoints:
             for args, data in ((["update-index", "-z", "--index-info"], "".join(ln + "\0" for ln in lines).encode()),
                                (["write-tree"], None)):
                 proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env, input=data,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
                 if proc.returncode != 0:
                     raise self._failure(args[0], proc.stderr.decode("utf-8", "replace"), "restoring files")
             return proc.stdout.decode().strip()

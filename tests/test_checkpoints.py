@@ -251,3 +251,24 @@ def test_files_already_large_when_checkpoints_begin_are_left_out(project, monkey
     store.restore(first)
     assert (project / "small.txt").read_text() == "s\n" and (project / "data [raw].bin").read_bytes() == b"y" * 6000
     assert "data" in store.large_files.read_text()
+
+
+def test_git_runs_in_a_session_of_its_own_so_a_notebook_interrupt_does_not_kill_a_checkpoint(project, tmp_path,
+                                                                                            monkeypatch):
+    """The notebook's interrupt button sends SIGINT to the kernel's process group; a checkpoint that a run
+    takes in the kernel's background meanwhile must not be in that group. Every git the store starts (init,
+    the priming fast-import, add, write-tree, restore) reports its session: never the test's own."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "sessions"
+    bin_dir.mkdir()
+    real_git = shutil.which("git")
+    (bin_dir / "git").write_text('#!/bin/sh\nread -r _pid _comm _state _ppid _pgrp sid _rest < /proc/$$/stat\n'
+                                 f'echo "$sid $1 $2" >> {log}\nexec {real_git} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    (project / "a.txt").write_text("a\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    (project / "a.txt").write_text("b\n")
+    store.restore(before)
+    sessions = [line.split()[0] for line in log.read_text().splitlines()]
+    assert len(sessions) >= 5 and str(os.getsid(0)) not in sessions
