@@ -103,13 +103,11 @@ def placements(entries: list[str], project_dir: Path, run_dir: Path, stage_id: s
     return {e: place(e, project_dir, run_dir, stage_id) for e in entries}
 
 
-def confine(places: dict[str, Placement], project_dir: Path, run_dir: Path, stage_id: str | None = None,
-            within: Confinement | None = None) -> None:
+def confine(places: dict[str, Placement], within: Confinement, project_dir: Path, stage_id: str | None = None) -> None:
     """Refuse (:class:`~odin_magic.confine.PathEscapes`) any placement whose real path (symbolic links
-    followed, for a path that does not exist yet too) leaves the project and the run dir (``within``:
-    those two, resolved already)."""
+    followed, for a path that does not exist yet too) leaves ``within`` (the project and the run dir,
+    resolved once per drive); errors name paths relative to ``project_dir``."""
     where = f" of stage {stage_id!r}" if stage_id else ""
-    within = within or Confinement((project_dir, run_dir))
     for entry, p in places.items():
         within.check(p.path, f"artifact {entry!r}{where}", base=project_dir,
                      then="`odin run` (or `%odin run`) continues the run at this stage")

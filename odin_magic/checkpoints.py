@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from .confine import is_confined
+from .confine import Confinement
 from .errors import OdinError
 from .store import write_atomic
 
@@ -360,8 +360,9 @@ class Checkpoints:
             if full.is_symlink() or full.exists():
                 full.unlink()
             self._prune(full.parent)
+        inside = Confinement([self.project_dir])  # the project's real path resolved once for every write
         for path, entry in sorted(wanted.items()):
-            self._write(path, entry, blobs[entry.sha])
+            self._write(path, entry, blobs[entry.sha], inside)
 
     def _blobs(self, shas: list[str]) -> dict[str, bytes]:
         if not shas:
@@ -387,12 +388,12 @@ class Checkpoints:
             raise CheckpointError(f"checkpoint path {path!r} leaves the project", hint="the store is damaged")
         return self.project_dir.joinpath(*rel.parts)
 
-    def _write(self, path: str, entry: Entry, data: bytes) -> None:
+    def _write(self, path: str, entry: Entry, data: bytes, inside: Confinement) -> None:
         full = self._inside(path)
         if full.is_dir() and not full.is_symlink():
             shutil.rmtree(full)
         full.parent.mkdir(parents=True, exist_ok=True)
-        if not is_confined(full.parent, [self.project_dir]):
+        if not inside.contains(full.parent):
             raise CheckpointError(f"restoring {path}: its folder leads out of the project through a symbolic "
                                   "link; nothing is written there", hint="replace the link with a folder, then try again")
         tmp = full.with_name(f".{full.name}.odin-restore.tmp")

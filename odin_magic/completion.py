@@ -277,15 +277,16 @@ def latest(run_dir: Path, history: list, look_back: int = 20) -> CompletionRepor
     reads at most ``look_back`` evidence files, newest first."""
     from . import evidence
 
-    for entry in reversed(history[-look_back:]):
-        if not entry.evidence:
-            continue
-        try:
-            data = evidence.read(Path(run_dir), entry.evidence).get("completion")
-            if data:
-                return from_dict(data)
-        except (OSError, ValueError, AttributeError, TypeError):  # a damaged evidence file: look further back
-            continue
+    with evidence.EvidenceReader(Path(run_dir)) as reader:
+        for entry in reversed(history[-look_back:]):
+            if not entry.evidence:
+                continue
+            try:
+                data = reader.read(entry.evidence).get("completion")
+                if data:
+                    return from_dict(data)
+            except (OSError, ValueError, AttributeError, TypeError):  # a damaged evidence file: look further back
+                continue
     return None
 
 

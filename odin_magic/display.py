@@ -424,13 +424,12 @@ class ValidationDisplay(_Display):
 
     @property
     def ok(self) -> bool:
-        return all(not r.errors and getattr(r, "unreadable", None) is None for r in self.reports)
+        return all(r.ok for r in self.reports)
 
     @staticmethod
     def _failed(r: Any) -> list[str]:
         """The report's errors, one line each; a file that could not be read is one (its message and hint)."""
-        unreadable = getattr(r, "unreadable", None)
-        return [str(unreadable)] if unreadable is not None else [ValidationDisplay._diag(d) for d in r.errors]
+        return [str(r.unreadable)] if r.unreadable is not None else [ValidationDisplay._diag(d) for d in r.errors]
 
     @staticmethod
     def _diag(d: Any) -> str:
@@ -444,7 +443,7 @@ class ValidationDisplay(_Display):
 
     def _summary(self, r: Any) -> str:
         name = getattr(r, "path", None) or getattr(r, "source", None) or "loop"
-        if getattr(r, "unreadable", None) is not None:
+        if r.unreadable is not None:
             return f"{name}: cannot be read"
         state = "OK" if not r.errors else f"{len(r.errors)} error(s)"
         if r.warnings:

@@ -37,7 +37,6 @@ from .catalog import LoopCatalog
 from .checkpoints import Checkpoints, StageCheckpoint
 from .errors import NoActiveRun, OdinError, RunLocked, RunRefused, UsageError
 from .events import EngineEvent, Listener
-from .evidence import EvidenceRef
 from .interview.awaiting import AwaitingAnswer
 from .loop import Loop, Stage
 from .secrets import protect_process, redact
@@ -798,7 +797,7 @@ class Engine:
         if s.confinement is None:
             s.confinement = Confinement((self.project_dir, run_dir))
         try:
-            confine({**consumes, **produces}, self.project_dir, run_dir, stage.id, within=s.confinement)
+            confine({**consumes, **produces}, s.confinement, self.project_dir, stage.id)
         except PathEscapes as exc:
             self._emit("stopped", s.state, stage=stage.id, text=exc.message)
             raise
@@ -970,8 +969,8 @@ class Engine:
         self._emit("completion", s.state, stage=stage.id, text="\n".join(report.lines()), data=report.to_dict())
         return report
 
-    def _record_not_done(self, s: Session, stage: Stage, report: completion.CompletionReport, evidence: EvidenceRef,
-                         at: str) -> None:
+    def _record_not_done(self, s: Session, stage: Stage, report: completion.CompletionReport,
+                         evidence: gate_evidence.EvidenceRef, at: str) -> None:
         """The last gate passed but the run may not end: blocked (environment), else a failure of the code stage."""
         if report.environment:
             blocked = {"kind": "environment", "stage": stage.id, "reason": "before done: " + report.reason(),
@@ -1021,7 +1020,7 @@ class Engine:
         return gates.GateOutcome(False, scope.violation_reason(rule, bad), reverted=[c.path for c in bad])
 
     def _record_gate(self, s: Session, stage: Stage, outcome: gates.GateOutcome,
-                     evidence: EvidenceRef, produced: dict[str, str], stepping: bool, at: str,
+                     evidence: gate_evidence.EvidenceRef, produced: dict[str, str], stepping: bool, at: str,
                      ckpt: StageCheckpoint | None = None, hold_at: str | None = None) -> None:
         """Record a gate outcome and where it sends the run; ``hold_at``: a pass that neither pauses nor
         ends the run (the checks before done failed): it waits at that stage, and the next record says why

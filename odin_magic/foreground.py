@@ -14,9 +14,9 @@ symmetric: the drive takes the lock back as often as it gives it up.
 
 So the drive yields to the kernel instead: :class:`Foreground` knows when the
 kernel is handling a request (ipykernel's ``dispatch_shell``, which handles every
-cell and every widget message from its busy status to its idle status, or its
-``pre_handler_hook`` / ``post_handler_hook`` around the handler alone; IPython's
-``pre_execute`` / ``post_execute`` events where there is no kernel), and the
+cell and every widget message from its busy status to its idle status, in
+ipykernel 7, the version required; IPython's ``pre_execute`` / ``post_execute``
+events where there is no kernel), and the
 drive thread calls :meth:`Foreground.give_way` after delivering each engine
 event: while a request is being handled, it waits for the request's end, but
 never more than :data:`GIVE_WAY_MAX` seconds after the request began, so that a
@@ -150,9 +150,6 @@ def kernel_foreground(shell: Any) -> Foreground | None:
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and inspect.iscoroutinefunction(getattr(kernel, "dispatch_shell", None)):
         _wrap_dispatch_shell(kernel, foreground)
-    elif kernel is not None and callable(getattr(kernel, "pre_handler_hook", None)) \
-            and callable(getattr(kernel, "post_handler_hook", None)):
-        _wrap_handler_hooks(kernel, foreground)
     elif getattr(shell, "events", None) is not None:  # a terminal IPython: its cells
         shell.events.register("pre_execute", foreground.begin)
         shell.events.register("post_execute", foreground.end)
@@ -169,28 +166,7 @@ def _wrap_dispatch_shell(kernel: Any, foreground: Foreground) -> None:
     dispatch = kernel.dispatch_shell
 
     async def dispatch_shell(*args: Any, **kwargs: Any) -> Any:
-        foreground.begin()
-        try:
+        with foreground.request():
             return await dispatch(*args, **kwargs)
-        finally:
-            foreground.end()
 
     kernel.dispatch_shell = dispatch_shell
-
-
-def _wrap_handler_hooks(kernel: Any, foreground: Foreground) -> None:
-    """ipykernel calls ``pre_handler_hook()`` before it handles a shell message (a cell, a widget's message)
-    and ``post_handler_hook()`` after; wrap this kernel's two (on the instance: its class is untouched)."""
-    pre, post = kernel.pre_handler_hook, kernel.post_handler_hook
-
-    def pre_handler_hook():
-        foreground.begin()
-        return pre()
-
-    def post_handler_hook():
-        try:
-            return post()
-        finally:
-            foreground.end()
-
-    kernel.pre_handler_hook, kernel.post_handler_hook = pre_handler_hook, post_handler_hook

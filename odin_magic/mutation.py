@@ -210,9 +210,12 @@ def targets(project_dir: Path, paths: list) -> list[str]:
             if f.is_symlink():
                 continue
             real = f.resolve()
-            if not real.is_relative_to(project_dir) or _SKIP_DIRS.intersection(real.relative_to(project_dir).parts):
+            if not real.is_relative_to(project_dir):
                 continue
-            rel = real.relative_to(project_dir).as_posix()
+            inside = real.relative_to(project_dir)
+            if _SKIP_DIRS.intersection(inside.parts):
+                continue
+            rel = inside.as_posix()
             if rel not in found and not is_test_file(rel):
                 found.append(rel)
     return found

@@ -259,11 +259,12 @@ class VerdictPages:
         found = next((v for v in reversed(self.records) if v.stage == stage and v.passed), None)
         if found is None and self._deferred is not None:
             run_dir, entries = self._deferred
-            for entry_stage, rel in reversed(entries):
-                if entry_stage == stage:
-                    v = _read_verdict(run_dir, rel)
-                    if v is not None and v.passed:
-                        return v
+            with gate_evidence.EvidenceReader(run_dir) as reader:
+                for entry_stage, rel in reversed(entries):
+                    if entry_stage == stage:
+                        v = _read_verdict(reader, rel)
+                        if v is not None and v.passed:
+                            return v
         return found
 
     def _opened(self, change) -> None:
@@ -275,7 +276,8 @@ class VerdictPages:
         self._deferred = None
         live = self.records
         self._pages = []
-        past = [v for v in (_read_verdict(run_dir, rel) for _stage, rel in entries) if v is not None]
+        with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for them all
+            past = [v for v in (_read_verdict(reader, rel) for _stage, rel in entries) if v is not None]
         for v in past + live:
             self._append(v, render=False)
         for widget, items in self._pages:
@@ -304,9 +306,9 @@ class VerdictPages:
         self.box.set_title(0, f"gate verdicts ({self.count})")
 
 
-def _read_verdict(run_dir: Path, rel: str) -> VerdictRecord | None:
+def _read_verdict(reader: gate_evidence.EvidenceReader, rel: str) -> VerdictRecord | None:
     try:
-        return VerdictRecord.from_evidence(gate_evidence.read(run_dir, rel))
+        return VerdictRecord.from_evidence(reader.read(rel))
     except (OSError, ValueError):
         return None  # missing or torn evidence: the history entry still shows in the checklist
 

@@ -27,7 +27,7 @@ stages:
     gate: {mode: ai, check: the tests pass, on_fail: implement}
 """
 
-#: Three ai-gated stages in a row, nothing else: the plainest path through a loop.
+
 def pingpong_loop(name: str = "pingpong", cap: int = 1000) -> str:
     """A loop that goes round while its gate script says so: build, then check, whose failure loops back to
     build; ``cap`` bounds the loopbacks and the repeats."""
@@ -45,6 +45,7 @@ stages:
 """
 
 
+#: Three ai-gated stages in a row, nothing else: the plainest path through a loop.
 LINEAR = """
 name: linear
 max_iterations: 3

@@ -222,19 +222,23 @@ def test_missing_api_key_is_a_config_error_before_any_stage(project: Path, monke
     assert isinstance(make_worker(Settings.from_env(), project), ClaudeWorker)
 
 
+#: two model stages under a 5,000-token budget
+BUDGETED_LOOP = """
+    name: budgeted
+    max_iterations: 3
+    budget: {max_tokens: 5000}
+    stages:
+      - id: first
+        produces: [notes/]
+        gate: {mode: ai, check: notes exist}
+      - id: second
+        produces: [more/]
+        gate: {mode: ai, check: more exists}
+"""
+
+
 def test_budget_stop_through_the_engine(project: Path, fake: FakeMessages, write_loop):
-    write_loop("""
-        name: budgeted
-        max_iterations: 3
-        budget: {max_tokens: 5000}
-        stages:
-          - id: first
-            produces: [notes/]
-            gate: {mode: ai, check: notes exist}
-          - id: second
-            produces: [more/]
-            gate: {mode: ai, check: more exists}
-    """)
+    write_loop(BUDGETED_LOOP)
     fake.tool("write", {"file_path": "notes/a.md", "content": "n"}, usage={"input_tokens": 3000, "output_tokens": 100})
     fake.reply("done", usage={"input_tokens": 3000, "output_tokens": 100})
     engine = Engine(project, worker=worker_for(fake))
@@ -341,28 +345,18 @@ def test_the_budget_also_stops_a_stage_while_it_runs(project: Path, fake: FakeMe
 def test_the_budget_bounds_a_stage_with_what_the_run_spent_before_it_even_before_state_json_says_so(
         project: Path, fake: FakeMessages, write_loop):
     """What earlier stages spent is in the event log before state.json is refreshed: the stage is told it."""
-    write_loop("""
-        name: two
-        max_iterations: 3
-        budget: {max_tokens: 5000}
-        stages:
-          - id: first
-            produces: [one/]
-            gate: {mode: ai, check: one exists}
-          - id: second
-            produces: [out/]
-            gate: {mode: ai, check: out exists}
-    """)
-    fake.tool("bash", {"command": "mkdir -p one && echo 1 > one/1.txt"}, usage={"input_tokens": 3000, "output_tokens": 0})
+    write_loop(BUDGETED_LOOP)
+    fake.tool("bash", {"command": "mkdir -p notes && echo 1 > notes/1.txt"},
+              usage={"input_tokens": 3000, "output_tokens": 0})
     fake.reply("first done")
-    fake.verdict(status="DONE", passed=True, reasons=["one exists"])
+    fake.verdict(status="DONE", passed=True, reasons=["notes exist"])
     for i in range(4):
-        fake.tool("bash", {"command": f"mkdir -p out && echo {i} > out/{i}.txt"},
+        fake.tool("bash", {"command": f"mkdir -p more && echo {i} > more/{i}.txt"},
                   usage={"input_tokens": 1500, "output_tokens": 0})
-    state = Engine(project, worker=worker_for(fake)).start("two", "spend")
+    state = Engine(project, worker=worker_for(fake)).start("budgeted", "spend")
     assert state.status == "failed" and "over budget" in (state.failure_reason or "")
     assert state.usage.total.input_tokens == 3000 + 10 + 7 + 1500 + 1500  # the second stage's second call ends it
-    assert sorted(p.name for p in (project / "out").iterdir()) == ["0.txt"]
+    assert sorted(p.name for p in (project / "more").iterdir()) == ["0.txt"]
 
 
 def test_a_stage_ends_at_its_turn_limit_with_a_note(project: Path, fake: FakeMessages):

@@ -3,7 +3,6 @@ mutation sensor decide, through the real SDK against the local fake Messages API
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 

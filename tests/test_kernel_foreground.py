@@ -7,10 +7,12 @@ interval is shortened while a drive runs in a kernel and restored when it ends. 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
 import time
+from typing import Iterator
 
 from conftest import pingpong_loop
 from nbtools import Kernel, text_of
@@ -42,42 +44,43 @@ class EventCounter:
             self.reached.set()
 
 
-def test_a_drive_waits_while_the_kernel_handles_a_request_and_drives_on_after(tmp_path):
-    write_rounds_loop(tmp_path)
-    foreground = Foreground(max_wait=600)
-    runner = NotebookRunner(tmp_path, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
-    runner.start("rounds", "t", dry=DryOptions(gates=["check:fail"] * 100000))
+@contextlib.contextmanager
+def rounds_drive(project, max_wait: float) -> Iterator[tuple[NotebookRunner, Foreground]]:
+    """A runner driving the rounds loop in the background, its drive giving way to ``foreground``; stopped
+    after the block."""
+    write_rounds_loop(project)
+    foreground = Foreground(max_wait=max_wait)
+    runner = NotebookRunner(project, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
+    runner.start("rounds", "t", dry=DryOptions(gates=GATES.split(",")))
     try:
+        yield runner, foreground
+    finally:
+        runner.stop()
+        runner.wait(60)
+
+
+def test_a_drive_waits_while_the_kernel_handles_a_request_and_drives_on_after(tmp_path):
+    with rounds_drive(tmp_path, max_wait=600) as (runner, foreground):
         going = EventCounter(3)  # the drive is under way before the request arrives
         runner.fanout.subscribe(going)
         assert going.reached.wait(60), "the drive never started"
-        foreground.begin()  # as ipykernel's pre_handler_hook does when a cell arrives
+        foreground.begin()  # as the wrapped dispatch_shell does when a cell arrives
         held = EventCounter(3)  # at most the event in flight when the request began gets through
         runner.fanout.subscribe(held)
         assert not held.reached.wait(1.0), f"{held.count} events while the kernel handled a request"
         after = EventCounter(3)
         runner.fanout.subscribe(after)
-        foreground.end()  # post_handler_hook: the request is over
+        foreground.end()  # and when the request is over
         assert after.reached.wait(60), "the drive did not go on after the request"
         assert runner.drive.busy
-    finally:
-        runner.stop()
-        runner.wait(60)
 
 
 def test_a_long_request_does_not_stall_the_run(tmp_path):
-    write_rounds_loop(tmp_path)
-    foreground = Foreground(max_wait=0.05)
-    runner = NotebookRunner(tmp_path, lambda d, listener: Engine(d, listener=listener), foreground=foreground)
-    runner.start("rounds", "t", dry=DryOptions(gates=["check:fail"] * 100000))
-    try:
+    with rounds_drive(tmp_path, max_wait=0.05) as (runner, foreground):
         with foreground.request():  # a cell that takes as long as the drive needs to make 20 events
             events = EventCounter(20)
             runner.fanout.subscribe(events)
             assert events.reached.wait(60), "the run stalled while a long cell ran"
-    finally:
-        runner.stop()
-        runner.wait(60)
 
 
 def test_the_kernel_thread_itself_never_waits():
@@ -167,12 +170,22 @@ def test_the_switch_interval_is_restored_when_the_last_drive_ends():
 CELL_RUNNER = "_odin_runner = get_ipython().magics_manager.registry['OdinMagics'].runner()"
 
 
-def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval_only_while_it_drives(tmp_path):
-    write_rounds_loop(tmp_path)
-    k = Kernel(tmp_path)
+@contextlib.contextmanager
+def rounds_kernel(project, first: str = "", run_options: str = "") -> Iterator[Kernel]:
+    """A real kernel with odin loaded (and ``first`` run with it), the rounds loop driving in its background;
+    shut down after the block."""
+    write_rounds_loop(project)
+    kernel = Kernel(project)
     try:
-        k.execute("%load_ext odin_magic\nimport sys, json, threading\n_before = sys.getswitchinterval()")
-        k.execute(f"%odin run rounds --task t --dry --gates {GATES}")
+        kernel.execute("%load_ext odin_magic\n" + first)
+        kernel.execute(f"%odin run rounds --task t --dry {run_options} --gates {GATES}")
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval_only_while_it_drives(tmp_path):
+    with rounds_kernel(tmp_path, first="import sys, json, threading\n_before = sys.getswitchinterval()") as k:
         k.execute(CELL_RUNNER)
         seen = json.loads(text_of(k.execute(
             "print(json.dumps({'busy': _odin_runner.drive.busy, 'interval': sys.getswitchinterval(),"
@@ -200,16 +213,10 @@ def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval
         after = json.loads(text_of(k.execute(
             "print(json.dumps({'busy': _odin_runner.drive.busy, 'interval': sys.getswitchinterval()}))")))
         assert not after["busy"] and after["interval"] == seen["before"]  # restored when the drive ended
-    finally:
-        k.shutdown()
 
 
 def test_interrupting_a_wait_stops_the_wait_not_the_run_and_shows_no_traceback(tmp_path):
-    write_rounds_loop(tmp_path)
-    kernel = Kernel(tmp_path)
-    try:
-        kernel.execute("%load_ext odin_magic")
-        kernel.execute(f"%odin run rounds --task t --dry --stage-delay 0.05 --gates {GATES}")
+    with rounds_kernel(tmp_path, run_options="--stage-delay 0.05") as kernel:
         # Ctrl-C (what the notebook's interrupt button sends: SIGINT) some events into the wait
         outputs = kernel.execute(CELL_RUNNER + "\n" + (
             "import os, signal\n"
@@ -221,5 +228,3 @@ def test_interrupting_a_wait_stops_the_wait_not_the_run_and_shows_no_traceback(t
         assert "UsageError: stopped waiting (interrupted); the run goes on in the background" in text_of(outputs)
         assert "running" in text_of(kernel.execute("%odin status"))  # the run goes on
         kernel.execute("%odin stop\n%odin wait --timeout 60")
-    finally:
-        kernel.shutdown()

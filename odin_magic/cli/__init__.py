@@ -66,19 +66,15 @@ def project_dir(args: argparse.Namespace) -> Path:
     return project
 
 
-def refuse_unless_schedulable(catalog, name: str, refusal: type[OdinError]) -> Path:
-    """The file of loop ``name`` when it never waits for a person (``odin validate --schedulable``); else its
-    report on stderr and ``refusal`` (a run refused is 1, a schedule asked of such a loop a usage error, 2)."""
-    from ..validation import validate_file
-
-    path = catalog.resolve(name)
-    report = validate_file(path, schedulable=True)
+def refuse_unless_schedulable(catalog, name: str, refusal: type[OdinError]) -> None:
+    """Nothing when loop ``name`` never waits for a person (``odin validate --schedulable``); else its report
+    on stderr and ``refusal`` (a run refused is 1, a schedule asked of such a loop a usage error, 2)."""
+    report = catalog.validate(name, schedulable=True)
     if not report.ok:
         print(report.format(), file=sys.stderr)
         raise refusal(f"loop {name!r} cannot run unattended: it could wait for a person",
                       hint="make every gate `ai` and drop the interview; `odin validate --schedulable LOOP` "
                            "lists what stands in the way")
-    return path
 
 
 _EPILOG = """\
