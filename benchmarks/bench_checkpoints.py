@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from odin_magic.checkpoints import Checkpoints  # noqa: E402
+from odin_magic.runs.checkpoints import Checkpoints  # noqa: E402
 
 
 def build(project: Path, files: int) -> None:

@@ -105,7 +105,7 @@ class NoCheckpoints:
 def grow_history(store, run_id: str, n: int) -> None:
     """Give the run ``n`` history entries as a long run would have them: gate records appended to its log
     (written in bulk here, one fsync), then state.json brought up to date by a driver opening the run."""
-    from odin_magic.store import LOG_NAME, last_record
+    from odin_magic.runs.store import LOG_NAME, last_record
 
     log = store.run_dir(run_id) / LOG_NAME
     seq = last_record(log)["seq"]
@@ -135,9 +135,9 @@ def grow_history(store, run_id: str, n: int) -> None:
 def prepare_run(project: Path, history: int, transitions: int) -> float:
     """A project with a dry run of the bench loop stopped at its start, given ``history`` entries
     (run by --prepare in a process of its own: building the history is not the run's memory)."""
-    from odin_magic.engine import Engine
-    from odin_magic.state import DryOptions
-    from odin_magic.store import RunStore
+    from odin_magic.engine.orchestrator import Engine
+    from odin_magic.runs.state import DryOptions
+    from odin_magic.runs.store import RunStore
 
     write_project(project)
     script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
@@ -160,8 +160,8 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
     with tempfile.TemporaryDirectory(prefix="odin-bench-") as tmp:
         project = Path(tmp)
         grow_s = _child(["--prepare", f"{tmp}:{history}", "--transitions", str(transitions)])["grow_s"]
-        from odin_magic.engine import Engine
-        from odin_magic.store import RunStore
+        from odin_magic.engine.orchestrator import Engine
+        from odin_magic.runs.store import RunStore
 
         engine = Engine(project)
         if not git_checkpoints:
@@ -206,7 +206,7 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
 
 def rebuild_from_log(run_dir: Path) -> dict:
     """Load a run whose state.json is missing (a fresh process: this one): the state is folded from the log."""
-    from odin_magic.store import load_run
+    from odin_magic.runs.store import load_run
 
     t0 = time.perf_counter()
     load_run(run_dir)
@@ -306,7 +306,7 @@ def langgraph_version() -> str | None:
 
 
 KERNEL_STAND_IN = """\
-import odin_magic.magics as _odin_magics
+import odin_magic.notebook.magics as _odin_magics
 
 class _NoCheckpoints:
     def snapshot(self): return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -322,7 +322,7 @@ def kernel_latency(cells: int = 200, git_checkpoints: bool = False) -> dict:
     """A `1+1` cell's round trip in a real kernel: idle, then while a dry run with widgets and charts drives."""
     from jupyter_client.manager import start_new_kernel
 
-    from odin_magic.store import RunStore, last_record
+    from odin_magic.runs.store import RunStore, last_record
 
     def run(kc, code: str) -> float:
         t0 = time.perf_counter()

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from odin_magic.gates import command_env, run_command  # noqa: E402
-from odin_magic.loop import GateCommand  # noqa: E402
-from odin_magic.mutation import run_mutants  # noqa: E402
+from odin_magic.engine.gates import command_env, run_command  # noqa: E402
+from odin_magic.loop.schema import GateCommand  # noqa: E402
+from odin_magic.engine.mutation import run_mutants  # noqa: E402
 
 CALC = '''\
 def add(a, b):

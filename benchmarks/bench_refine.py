@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from odin_magic.engine import Engine  # noqa: E402
-from odin_magic.refine import refine  # noqa: E402
-from odin_magic.state import DryOptions  # noqa: E402
+from odin_magic.engine.orchestrator import Engine  # noqa: E402
+from odin_magic.learning.refine import refine  # noqa: E402
+from odin_magic.runs.state import DryOptions  # noqa: E402
 
 LOOP = """\
 name: bench

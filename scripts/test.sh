@@ -6,7 +6,7 @@
 #     odin-magic with its test extras pip-installed into it (editable);
 #   - as root, when Debian's chromium is missing (/usr/bin/chromium, needed by the one browser
 #     test), `apt-get update` and `apt-get install chromium` with its dependencies, system-wide;
-#   - as root, when git is missing (the checkpoints, odin_magic/checkpoints.py, need it),
+#   - as root, when git is missing (the checkpoints, odin_magic/runs/checkpoints.py, need it),
 #     `apt-get install git` the same way.
 #   Not as root, nothing outside the venv: the browser test is then skipped.
 #

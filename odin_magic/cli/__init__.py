@@ -15,16 +15,16 @@ import re
 import sys
 from pathlib import Path
 
-from .. import __version__
-from ..encoding import fit_streams
-from ..errors import OdinError, UsageError
+from odin_magic import __version__
+from odin_magic.core.encoding import fit_streams
+from odin_magic.core.errors import OdinError, UsageError
 
 #: Sub-modules that register subcommands, in help order.
 _COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify")
 
 
 def _did_you_mean(word: str, choices) -> str:
-    from ..validation import did_you_mean  # only when something is misspelt: --help stays cheap
+    from odin_magic.loop.validation import did_you_mean  # only when something is misspelt: --help stays cheap
 
     close = did_you_mean(word, choices)
     return f" (did you mean {close!r}?)" if close else ""

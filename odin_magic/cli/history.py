@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_project
-from ..history_args import diff_arguments, fork_arguments, revert_arguments
-from .runs import engine_for, exit_code
+from odin_magic.cli import add_project
+from odin_magic.commands.history import diff_arguments, fork_arguments, revert_arguments
+from odin_magic.cli.runs import engine_for, exit_code
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:

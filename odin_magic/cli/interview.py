@@ -12,12 +12,12 @@ import argparse
 
 from typing import TYPE_CHECKING
 
-from ..errors import RunRefused
-from . import add_project
-from .runs import engine_for, exit_code, print_event
+from odin_magic.core.errors import RunRefused
+from odin_magic.cli import add_project
+from odin_magic.cli.runs import engine_for, exit_code, print_event
 
 if TYPE_CHECKING:
-    from ..events import EngineEvent
+    from odin_magic.runs.events import EngineEvent
 
 
 def _print_event(event: EngineEvent) -> None:
@@ -26,7 +26,7 @@ def _print_event(event: EngineEvent) -> None:
 
 
 def _show_question(engine, state) -> bool:
-    from ..interview.runner import waiting_question
+    from odin_magic.interview.runner import waiting_question
 
     question = waiting_question(engine.run_dir(state.run_id), state)
     if question is None:

@@ -9,19 +9,13 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from . import add_project, project_dir
-from ..errors import OdinError, UsageError
-from ..lazy import lazy
+from odin_magic.cli import add_project, project_dir
+from odin_magic.core.errors import OdinError, UsageError
 
 if TYPE_CHECKING:  # annotations only; the rest loads on first call: building the parser (``odin --help``) stays cheap
-    from ..loop import Loop
-    from ..validation import ValidationReport
+    from odin_magic.loop.schema import Loop
+    from odin_magic.loop.validation import ValidationReport
 
-LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
-loop_json_schema = lazy("odin_magic.loop", "loop_json_schema")
-reports_to_json = lazy("odin_magic.validation", "reports_to_json")
-unreadable_report = lazy("odin_magic.validation", "unreadable_report")
-validate_file = lazy("odin_magic.validation", "validate_file")
 
 
 def register(subparsers) -> None:
@@ -69,6 +63,8 @@ def register(subparsers) -> None:
 
 def schema_text() -> str:
     """The text of ``loops/loop.schema.json``: the generated schema, pretty-printed."""
+    from odin_magic.loop.schema import loop_json_schema
+
     return json.dumps(loop_json_schema(), indent=2) + "\n"
 
 
@@ -78,6 +74,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from odin_magic.loop.validation import reports_to_json
+
     reports = [report for arg in args.paths for report in _validate_arg(arg, args)]
     unreadable = [r for r in reports if r.unreadable is not None]
     if args.json:
@@ -99,6 +97,8 @@ def _validate_arg(arg: str, args: argparse.Namespace) -> list[ValidationReport]:
 
     A file that cannot be read is a report too (``unreadable``), so the others are still checked.
     """
+    from odin_magic.loop.validation import unreadable_report
+
     try:
         path = _loop_path(arg, args)
         if path.is_dir():
@@ -113,6 +113,8 @@ def _validate_arg(arg: str, args: argparse.Namespace) -> list[ValidationReport]:
 
 
 def _validate_one(path: Path, args: argparse.Namespace) -> ValidationReport:
+    from odin_magic.loop.validation import unreadable_report, validate_file
+
     try:
         return validate_file(path, schedulable=args.schedulable)
     except UsageError as exc:
@@ -123,7 +125,7 @@ def _active_loop(project: Path) -> str | None:
     """The loop of the project's active run, if one is running or paused."""
     if not (project / ".odin-loop" / "runs").is_dir():
         return None
-    from ..engine import Engine  # the engine sits above the catalog; only `list` needs it
+    from odin_magic.engine.orchestrator import Engine  # the engine sits above the catalog; only `list` needs it
 
     try:
         active = Engine(project).active()
@@ -133,6 +135,8 @@ def _active_loop(project: Path) -> str | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from odin_magic.loop.catalog import LoopCatalog
+
     project = project_dir(args)
     catalog = LoopCatalog(project)
     entries = catalog.entries()
@@ -229,6 +233,8 @@ def render_loop(loop: Loop, source: str) -> str:
 def _loop_path(arg: str, args: argparse.Namespace) -> Path:
     """A loop argument: a file path (anything with a ``/`` or a YAML suffix), else a loop name,
     else an existing directory (``.``)."""
+    from odin_magic.loop.catalog import LoopCatalog
+
     if arg.endswith((".yaml", ".yml")) or "/" in arg or "\\" in arg:
         return Path(arg)  # validate_file says when it is missing or not a file
     try:
@@ -240,6 +246,8 @@ def _loop_path(arg: str, args: argparse.Namespace) -> Path:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from odin_magic.loop.validation import validate_file
+
     path = _loop_path(args.loop, args)
     report: ValidationReport = validate_file(path)
     if not report.ok or report.loop is None:

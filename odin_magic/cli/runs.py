@@ -1,7 +1,7 @@
 """``odin run | approve | revise | step | status | runs | abandon | simulate``.
 
-The engine and what it needs load when a handler first calls them (:mod:`odin_magic.lazy`):
-building the parser (``odin --help``) stays cheap.
+The engine and what it needs are imported inside the handlers that use them: building the
+parser (``odin --help``) stays cheap.
 """
 
 from __future__ import annotations
@@ -12,32 +12,22 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from . import add_project, project_dir, refuse_unless_schedulable
-from ..defaults import DEFAULT_LOOP
-from ..errors import NoActiveRun, RunRefused, UsageError
-from ..lazy import lazy
+from odin_magic.cli import add_project, project_dir, refuse_unless_schedulable
+from odin_magic.loop.defaults import DEFAULT_LOOP
+from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 
 if TYPE_CHECKING:
-    from ..events import EngineEvent
-    from ..state import RunState
-    from ..store import RunCorrupt
+    from odin_magic.engine.orchestrator import Engine
+    from odin_magic.runs.events import EngineEvent
+    from odin_magic.runs.state import RunState
+    from odin_magic.runs.store import RunCorrupt
 
-Engine = lazy("odin_magic.engine", "Engine")
-LoopCatalog = lazy("odin_magic.catalog", "LoopCatalog")
-damaged_blocks = lazy("odin_magic.engine", "damaged_blocks")
-one_run_at_a_time = lazy("odin_magic.engine", "one_run_at_a_time")
-simulate = lazy("odin_magic.engine", "simulate")
-waiting_question = lazy("odin_magic.interview.runner", "waiting_question")
-format_event = lazy("odin_magic.report", "format_event")
-render_runs = lazy("odin_magic.report", "render_runs")
-render_simulation = lazy("odin_magic.report", "render_simulation")
-render_status = lazy("odin_magic.report", "render_status")
-DryOptions = lazy("odin_magic.state", "DryOptions")
-parse_gate_script = lazy("odin_magic.workers.dry", "parse_gate_script")
 
 
 def print_event(event: EngineEvent) -> None:
     """The CLI's live view: one line per event worth a line (notices on stderr)."""
+    from odin_magic.render.text import format_event
+
     line = format_event(event)
     if line is not None:
         stream = sys.stderr if event.kind == "notice" else sys.stdout
@@ -46,6 +36,8 @@ def print_event(event: EngineEvent) -> None:
 
 def engine_for(args: argparse.Namespace, listener=print_event) -> Engine:
     """The engine for ``--project``."""
+    from odin_magic.engine.orchestrator import Engine
+
     return Engine(project_dir(args), listener=listener)
 
 
@@ -58,6 +50,8 @@ def exit_code(state: RunState) -> int:
 def ask_what_to_start(engine: Engine, task: str | None) -> tuple[str, str]:
     """In a terminal with nothing to continue: ask which loop to start (default: seed 000's) and, unless
     given, the task."""
+    from odin_magic.loop.catalog import LoopCatalog
+
     names = [e.name for e in LoopCatalog(engine.project_dir).entries() if e.valid]
     print(f"No active run in {engine.project_dir}. Loops: {', '.join(names)}")
     try:
@@ -70,6 +64,8 @@ def ask_what_to_start(engine: Engine, task: str | None) -> tuple[str, str]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from odin_magic.engine.orchestrator import damaged_blocks, one_run_at_a_time
+
     engine = engine_for(args)
     active = engine.active()
     if (args.loop is None and active is None and not args.unattended and sys.stdin.isatty()
@@ -110,6 +106,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _dry_options(args: argparse.Namespace):
     """The dry run's options from --dry/--gates/..., None without --dry; a dry flag without --dry is refused."""
+    from odin_magic.runs.state import DryOptions
+    from odin_magic.workers.dry import parse_gate_script
+
     if (args.gates or args.approve_all or args.stage_delay or args.run_commands) and not args.dry:
         raise UsageError("--gates, --approve-all, --stage-delay and --run-commands apply to dry runs", hint="add --dry")
     if not args.dry:
@@ -146,7 +145,10 @@ def _cmd_abandon(args):
 
 
 def _cmd_status(args):
-    from ..store import RunCorrupt  # caught below: the class itself
+    from odin_magic.interview.runner import waiting_question
+    from odin_magic.render.text import render_status
+
+    from odin_magic.runs.store import RunCorrupt  # caught below: the class itself
 
     engine = engine_for(args)
     state = engine.status(args.run)
@@ -158,7 +160,7 @@ def _cmd_status(args):
         except RunCorrupt as exc:  # the run's copy of its loop is unreadable: show the history order
             print(f"note: {exc.message}", file=sys.stderr)
             loop = None
-        from ..completion import latest
+        from odin_magic.engine.completion import latest
 
         run_dir = engine.run_dir(state.run_id)
         question = None
@@ -170,6 +172,8 @@ def _cmd_status(args):
 
 
 def _cmd_runs(args):
+    from odin_magic.render.text import render_runs
+
     damaged: list[tuple[str, RunCorrupt]] = []
     states = engine_for(args).runs(damaged)
     if args.json:
@@ -183,6 +187,9 @@ def _cmd_runs(args):
 
 
 def _cmd_simulate(args):
+    from odin_magic.engine.orchestrator import simulate
+    from odin_magic.render.text import render_simulation
+
     result = simulate(project_dir(args), args.loop, args.gates, listener=None if args.json else print_event)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))

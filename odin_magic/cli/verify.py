@@ -8,8 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import add_project, project_dir, refuse_unless_schedulable
-from ..errors import UsageError
+from odin_magic.cli import add_project, project_dir, refuse_unless_schedulable
+from odin_magic.core.errors import UsageError
 
 
 def register(subparsers) -> None:
@@ -51,8 +51,9 @@ def register(subparsers) -> None:
 
 
 def cmd_validate_manifest(args: argparse.Namespace) -> int:
-    from ..engine import Engine
-    from ..manifest import MANIFEST_NAME, interview_criteria_ids, validate_manifest_file
+    from odin_magic.engine.orchestrator import Engine
+    from odin_magic.interview.ledger import interview_criteria_ids
+    from odin_magic.loop.manifest import MANIFEST_NAME, validate_manifest_file
 
     project = project_dir(args)
     interview_ids: list[str] = []
@@ -74,8 +75,8 @@ def cmd_validate_manifest(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..engine import Engine
-    from ..runreport import REPORT_MD, REPORT_NB
+    from odin_magic.engine.orchestrator import Engine
+    from odin_magic.render.run_report import REPORT_MD, REPORT_NB
 
     engine = Engine(project_dir(args))
     state = engine.status(args.run)
@@ -172,7 +173,7 @@ def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) ->
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from ..catalog import LoopCatalog
+    from odin_magic.loop.catalog import LoopCatalog
 
     project = project_dir(args).resolve()
     task = (args.task or "").strip()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..state import InterviewSummary, Usage
-    from .models import PendingQuestion
+    from odin_magic.runs.state import InterviewSummary, Usage
+    from odin_magic.interview.models import PendingQuestion
 
 
 class AwaitingAnswer(Exception):
@@ -24,6 +24,24 @@ class AwaitingAnswer(Exception):
 
     @property
     def text(self) -> str:
-        from .runner import render_question
-
         return render_question(self.question)
+
+
+def render_question(q: "PendingQuestion") -> str:
+    """The question as a terminal shows it: the header line, the question, its options, the commands."""
+    lines = [q.header(), q.text]
+    for i, opt in enumerate(q.options, 1):
+        extra = f" — {opt.why}" if opt.why else ""
+        lines.append(f"  {i}) {opt.answer} [{opt.confidence}]{extra}")
+    if q.kind == "topology":
+        lines.append("answer: confirm | merge A, B | split A -> X, Y | defer C | add NAME | rename A -> B")
+    elif q.kind == "confirm_auto":
+        lines.append("answer: yes | no | your own answer")
+    elif q.kind == "challenge":
+        lines.append("answer: your answer to the challenge | `skip`")
+    elif q.kind == "question":
+        hints = ["your answer"] + (["a number to pick an option"] if q.options else [])
+        hints += ["`you decide`"] if q.allow_auto else []
+        hints += ["`skip`"]
+        lines.append("answer: " + " | ".join(hints))
+    return "\n".join(lines)

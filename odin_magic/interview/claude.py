@@ -24,24 +24,21 @@ from typing import Any, Callable, TypeVar
 import anthropic
 from pydantic import BaseModel
 
-from ..config import Settings, usage_with_cost
-from ..confine import is_confined
-from ..state import Usage
-from ..workers.base import WorkerError
-from ..workers.claude import api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
-from ..workers.prompts import system_blocks
-from ..workers.structured import ask_structured
-from .convergence import CODE_SUFFIXES, IGNORED_DIRS
-from .models import (
-    AutoAnswer,
-    Candidates,
-    ChallengeProbe,
-    ComponentProposal,
-    ContextFindings,
-    QuestionDraft,
-    RoundAssessment,
+from odin_magic.workers.config import Settings, usage_with_cost
+from odin_magic.core.confine import is_confined
+from odin_magic.runs.state import Usage
+from odin_magic.workers.base import WorkerError
+from odin_magic.workers.claude import (
+    api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
 )
-from .protocol import Exchange, InterviewBrief, Reply
+from odin_magic.workers.prompts import system_blocks
+from odin_magic.workers.structured import ask_structured
+from odin_magic.interview.convergence import CODE_SUFFIXES, IGNORED_DIRS
+from odin_magic.interview.models import (
+    AutoAnswer, Candidates, ChallengeProbe, ComponentProposal, ContextFindings, QuestionDraft,
+    RoundAssessment
+)
+from odin_magic.interview.protocol import Exchange, InterviewBrief, Reply
 
 M = TypeVar("M", bound=BaseModel)
 MAX_TOKENS = 4_096
@@ -189,9 +186,9 @@ class ClaudeInterviewModel:
     def _explore_agent(self, brief: InterviewBrief) -> tuple[str, Usage]:
         if self.project_dir is None or not brief.run_dir:
             return "", Usage()
-        from ..loop import Loop, Stage
-        from ..workers.base import StageJob
-        from ..workers.claude import ClaudeWorker
+        from odin_magic.loop.schema import Loop, Stage
+        from odin_magic.workers.base import StageJob
+        from odin_magic.workers.claude import ClaudeWorker
 
         stage = Stage.model_validate({
             "id": f"{brief.stage}-explore", "title": "Explore for the interview", "agent": "explore",
@@ -271,7 +268,7 @@ def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, s
        (``answers: {interview-<purpose>: {<stage>: [...]}}``).
     4. Otherwise Claude over the Anthropic API (a missing key is a ConfigError here).
     """
-    from .scripted import ScriptedInterviewModel
+    from odin_magic.interview.scripted import ScriptedInterviewModel
 
     env = os.environ if env is None else env
 
@@ -285,7 +282,7 @@ def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, s
     if path:
         return ScriptedInterviewModel.from_yaml(locate(path))
     if settings.script is not None:
-        from ..workers.scripted import ScriptedModel, load_script
+        from odin_magic.workers.scripted import ScriptedModel, load_script
 
         script_path = locate(settings.script)
         script = load_script(script_path)

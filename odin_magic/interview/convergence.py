@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .limits import EARLY_EXIT_FROM_ROUND  # noqa: F401  (re-exported: its home is .limits)
-from .models import ClarityScores, Entity, InterviewState
+from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND  # noqa: F401  (re-exported: its home is .limits)
+from odin_magic.interview.models import ClarityScores, Entity, InterviewState
 
 GREENFIELD_WEIGHTS: dict[str, float] = {"goal": 0.40, "constraints": 0.30, "criteria": 0.30}
 BROWNFIELD_WEIGHTS: dict[str, float] = {"goal": 0.35, "constraints": 0.25, "criteria": 0.25, "context": 0.15}

@@ -10,8 +10,11 @@ are rewritten whole after every transition, so they never drift from
 
 from __future__ import annotations
 
-from .convergence import component_ambiguities, run_ambiguity, stop_check, within
-from .models import ClarityScores, InterviewState, RoundRecord
+import json
+from pathlib import Path
+
+from odin_magic.interview.convergence import component_ambiguities, run_ambiguity, stop_check, within
+from odin_magic.interview.models import ClarityScores, InterviewState, RoundRecord
 
 
 def num(value: float | None) -> str:
@@ -197,3 +200,15 @@ def render_spec(state: InterviewState) -> str:
         f"ontology stability trace: {stability_trace(state)}",
     ]
     return "\n".join(out) + "\n"
+
+
+def interview_criteria_ids(run_dir: Path) -> list[str]:
+    """The ids (AC1..ACn) of the criteria the run's deep interview numbered in spec.md, if it had one."""
+    path = Path(run_dir) / "interview.json"
+    if not path.is_file():
+        return []
+    try:
+        state = InterviewState.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return []
+    return [cid for cid, _, _ in numbered_criteria(state)] if state.phase == "done" else []

@@ -12,17 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from ..state import Usage
-from .convergence import component_ambiguities
-from .models import (
-    AutoAnswer,
-    Candidates,
-    ChallengeProbe,
-    ComponentProposal,
-    ContextFindings,
-    InterviewState,
-    QuestionDraft,
-    RoundAssessment,
+from odin_magic.runs.state import Usage
+from odin_magic.interview.convergence import component_ambiguities
+from odin_magic.interview.models import (
+    AutoAnswer, Candidates, ChallengeProbe, ComponentProposal, ContextFindings, InterviewState,
+    QuestionDraft, RoundAssessment
 )
 
 T = TypeVar("T")

@@ -18,43 +18,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import OdinError
-from ..state import InterviewSummary, RunState
-from ..workers.base import (
-    EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent,
+from odin_magic.core.errors import OdinError
+from odin_magic.runs.state import InterviewSummary, RunState
+from odin_magic.workers.base import (
+    EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 )
-from .awaiting import AwaitingAnswer  # noqa: F401  (raised here; defined apart so the engine imports it cheaply)
-from .convergence import stop_check
-from .models import InterviewState, PendingQuestion
-from .protocol import InterviewModel
-from .session import InterviewSession, load_state, state_path
-
-
-def render_question(q: PendingQuestion) -> str:
-    """The question as a terminal shows it: the header line, the question, its options, the commands."""
-    lines = [q.header(), q.text]
-    for i, opt in enumerate(q.options, 1):
-        extra = f" — {opt.why}" if opt.why else ""
-        lines.append(f"  {i}) {opt.answer} [{opt.confidence}]{extra}")
-    if q.kind == "topology":
-        lines.append("answer: confirm | merge A, B | split A -> X, Y | defer C | add NAME | rename A -> B")
-    elif q.kind == "confirm_auto":
-        lines.append("answer: yes | no | your own answer")
-    elif q.kind == "challenge":
-        lines.append("answer: your answer to the challenge | `skip`")
-    elif q.kind == "question":
-        hints = ["your answer"] + (["a number to pick an option"] if q.options else [])
-        hints += ["`you decide`"] if q.allow_auto else []
-        hints += ["`skip`"]
-        lines.append("answer: " + " | ".join(hints))
-    return "\n".join(lines)
+from odin_magic.interview.awaiting import AwaitingAnswer, render_question  # noqa: F401  (raised here; defined apart so the engine imports it cheaply)
+from odin_magic.interview.convergence import stop_check
+from odin_magic.interview.models import InterviewState, PendingQuestion
+from odin_magic.interview.protocol import InterviewModel
+from odin_magic.interview.session import InterviewSession, load_state, state_path
 
 
 ModelSource = InterviewModel | Callable[[], InterviewModel]
 
 
 class DeepInterviewRunner:
-    """``interview_runner`` for :class:`~odin_magic.engine.Engine`.
+    """``interview_runner`` for :class:`~odin_magic.engine.orchestrator.Engine`.
 
     ``model`` is an :class:`InterviewModel`, or a zero-argument factory called
     on first use (so a missing API key is reported when an interview starts,
@@ -136,7 +116,7 @@ class DeepInterviewRunner:
 
 def add_to_run_thread(job: StageJob, iv: InterviewSession, summary: str) -> None:
     """Give the run's inline thread the interview, as an inline stage's turns would (later inline stages see it)."""
-    from ..workers.conversation import RunThread
+    from odin_magic.workers.conversation import RunThread
 
     st = iv.state
     lines = [f"# Stage {job.stage.id}: {job.stage.display_title} (a deep interview, run by the engine)",

@@ -33,18 +33,13 @@ from typing import Any
 
 import yaml
 
-from ..errors import UsageError
-from ..state import Usage
-from .models import (
-    AutoAnswer,
-    Candidates,
-    ChallengeProbe,
-    ComponentProposal,
-    ContextFindings,
-    QuestionDraft,
-    RoundAssessment,
+from odin_magic.core.errors import UsageError
+from odin_magic.runs.state import Usage
+from odin_magic.interview.models import (
+    AutoAnswer, Candidates, ChallengeProbe, ComponentProposal, ContextFindings, QuestionDraft,
+    RoundAssessment
 )
-from .protocol import Exchange, InterviewBrief, Reply
+from odin_magic.interview.protocol import Exchange, InterviewBrief, Reply
 
 
 def _assessment(data: Any) -> RoundAssessment:

@@ -25,28 +25,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import OdinError
-from ..loop import Stage
-from ..state import InterviewSummary, Usage
-from ..store import write_atomic
-from . import convergence as cv
-from ..manifest import MANIFEST_NAME, existing_manifest, render_manifest
-from .ledger import numbered_criteria, render_log, render_spec
-from .models import (
-    AutoAssistNote,
-    ChallengeRecord,
-    ClarityScores,
-    Component,
-    Criterion,
-    Draft,
-    InterviewState,
-    OpenQuestion,
-    PendingQuestion,
-    RoundAssessment,
-    RoundRecord,
+from odin_magic.core.errors import OdinError
+from odin_magic.loop.schema import Stage
+from odin_magic.runs.state import InterviewSummary, Usage
+from odin_magic.runs.store import write_atomic
+from odin_magic.interview import convergence as cv
+from odin_magic.loop.manifest import MANIFEST_NAME, existing_manifest, render_manifest
+from odin_magic.interview.ledger import numbered_criteria, render_log, render_spec
+from odin_magic.interview.models import (
+    AutoAssistNote, ChallengeRecord, ClarityScores, Component, Criterion, Draft, InterviewState,
+    OpenQuestion, PendingQuestion, RoundAssessment, RoundRecord
 )
-from .protocol import Exchange, InterviewBrief, InterviewModel, Reply
-from .topology import MAX_COMPONENTS, apply_topology_edits, parse_topology_answer
+from odin_magic.interview.protocol import Exchange, InterviewBrief, InterviewModel, Reply
+from odin_magic.interview.topology import MAX_COMPONENTS, apply_topology_edits, parse_topology_answer
 
 Emit = Callable[[str, str, dict], None]
 Clock = Callable[[], Any]

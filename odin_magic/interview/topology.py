@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import OdinError
-from .models import Component, InterviewState
+from odin_magic.core.errors import OdinError
+from odin_magic.interview.models import Component, InterviewState
 
 MAX_COMPONENTS = 6
 GRAMMAR_HINT = (

@@ -14,15 +14,16 @@ from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..loop import Loop, ResolvedAgent, Stage
-from ..state import Usage
+from odin_magic.loop.schema import Loop, ResolvedAgent, Stage
+from odin_magic.core.commands import CommandEvidence  # noqa: F401 - handed on: a worker's gate evidence
+from odin_magic.runs.state import Usage
 
 
 JudgeStatus = Literal["DONE", "DONE_WITH_CONCERNS", "NEEDS_CONTEXT", "BLOCKED"]
 
 
 class Verdict(BaseModel):
-    """A judge's structured answer about one gate ``check`` (statuses: see :mod:`odin_magic.judging`)."""
+    """A judge's structured answer about one gate ``check`` (statuses: see :mod:`odin_magic.engine.judging`)."""
 
     status: JudgeStatus = Field(
         description="DONE: you could decide. DONE_WITH_CONCERNS: you could decide and list concerns as "
@@ -45,22 +46,6 @@ class Verdict(BaseModel):
         if isinstance(data, dict) and "status" not in data:
             return {**data, "status": "DONE"}
         return data
-
-
-@dataclass(frozen=True)
-class CommandEvidence:
-    """One ``gate.run`` command's outcome (the tails of its output are kept)."""
-
-    cmd: str
-    exit_code: int | None  # None: timed out or could not start
-    timed_out: bool
-    duration_s: float
-    stdout_tail: str
-    stderr_tail: str
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
 
 
 @dataclass(frozen=True)
@@ -92,7 +77,7 @@ class StageJob:
     last_failure: str | None = None  # why this stage's (or a later stage's) gate last failed
     attempt: int = 0  # iterations[stage] so far
     max_turns: int | None = None  # a bound tighter than the settings' (the judge's explorer)
-    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.memory)
+    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.learning.memory)
     spent: Usage = field(default_factory=Usage)  # what the run used before this stage (its budget bounds the stage)
 
 
@@ -118,7 +103,7 @@ class JudgeJob:
     commands: list[CommandEvidence]
     context: str | None = None  # an explorer's answers to this judge's NEEDS_CONTEXT questions
     concerns: list[str] = field(default_factory=list)  # earlier judges' concerns, carried forward
-    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.memory)
+    memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.learning.memory)
 
 
 @dataclass(frozen=True)

@@ -42,18 +42,22 @@ from anthropic import AsyncAnthropic
 from anthropic.lib.tools.agent_toolset import AgentToolContext
 from pydantic import ValidationError
 
-from ..config import Settings, usage_with_cost
-from ..errors import ConfigError
-from ..processes import reap_orphans
-from ..roles import STUB_DIR, load_persona, policy_for
-from ..secrets import redact, redact_request, register
-from ..loop import Loop
-from ..state import Usage
-from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
-from .conversation import RunThread, estimate_tokens
-from .structured import ask_structured
-from .prompts import JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
-from .toolbox import RoleToolbox, bash_environment, edit_checker
+from odin_magic.workers.config import Settings, usage_with_cost
+from odin_magic.core.errors import ConfigError
+from odin_magic.core.processes import reap_orphans
+from odin_magic.loop.roles import STUB_DIR, load_persona, policy_for
+from odin_magic.core.secrets import redact, redact_request, register
+from odin_magic.loop.schema import Loop
+from odin_magic.runs.state import Usage
+from odin_magic.workers.base import (
+    EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
+)
+from odin_magic.workers.conversation import RunThread, estimate_tokens
+from odin_magic.workers.structured import ask_structured
+from odin_magic.workers.prompts import (
+    JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
+)
+from odin_magic.workers.toolbox import RoleToolbox, bash_environment, edit_checker
 
 ClientFactory = Callable[[], AsyncAnthropic]
 T = TypeVar("T")

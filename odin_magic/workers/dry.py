@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import threading
 
-from ..errors import UsageError
-from ..loop import Loop
-from ..state import DryOptions
-from ..store import write_atomic
-from .base import EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
+from odin_magic.core.errors import UsageError
+from odin_magic.loop.schema import Loop
+from odin_magic.runs.state import DryOptions
+from odin_magic.runs.store import write_atomic
+from odin_magic.workers.base import (
+    EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
+)
 
 PLACEHOLDER_NAME = "PLACEHOLDER.md"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import Settings
-from .base import Worker
+from odin_magic.workers.config import Settings
+from odin_magic.workers.base import Worker
 
 
 def locate_script(script: Path | str, project_dir: Path) -> Path:
@@ -22,12 +22,12 @@ def make_worker(settings: Settings, project_dir: Path) -> Worker:
     ``settings.script`` set: the Claude worker over the offline scripted model
     (see :func:`locate_script`; the replay position is kept in each run's dir).
     Otherwise the Claude worker over the Anthropic API; a missing API key
-    raises :class:`~odin_magic.errors.ConfigError` here, before any stage starts.
+    raises :class:`~odin_magic.core.errors.ConfigError` here, before any stage starts.
     """
-    from .claude import ClaudeWorker, require_credentials
+    from odin_magic.workers.claude import ClaudeWorker, require_credentials
 
     if settings.script is not None:
-        from .scripted import ScriptedModel
+        from odin_magic.workers.scripted import ScriptedModel
 
         model = ScriptedModel.from_file(locate_script(settings.script, project_dir), project_dir=Path(project_dir))
         return ClaudeWorker(settings, client_factory=model.client_factory(max_retries=settings.max_retries))

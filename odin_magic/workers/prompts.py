@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..confine import describe, is_confined
-from ..loop import Loop, Stage
-from ..roles import RolePolicy
-from .base import CommandEvidence, JudgeJob, StageJob
+from odin_magic.core.confine import describe, is_confined
+from odin_magic.loop.schema import Loop, Stage
+from odin_magic.loop.roles import RolePolicy
+from odin_magic.workers.base import CommandEvidence, JudgeJob, StageJob
 
 ARTIFACT_CHARS = 60_000  # of one artifact put into a prompt
 EVIDENCE_CHARS = 6_000  # of one command's output tail

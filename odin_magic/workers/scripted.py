@@ -31,10 +31,10 @@ import httpx2
 from anthropic import AsyncAnthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import ConfigError
-from ..secrets import redact_request
-from ..yamlsource import YamlDocument, YamlError, load_yaml
-from .base import Verdict
+from odin_magic.core.errors import ConfigError
+from odin_magic.core.secrets import redact_request
+from odin_magic.loop.yamlsource import YamlDocument, YamlError, load_yaml
+from odin_magic.workers.base import Verdict
 
 CHARS_PER_TOKEN = 4
 POSITION_FILE = "scripted-model.json"  # in the run dir: where the replay stands

@@ -59,11 +59,11 @@ async def ask_twice(settings: Any, client_factory: Any, output: type[M], *, syst
                     headers: dict[str, str], what: str, hint: str) -> M:
     """One structured question outside a run (``odin new --describe``, ``refine --model``): asked again
     once, with the reason, when the reply does not fit ``output``. Every failure is an
-    :class:`~odin_magic.errors.OdinError` that says ``what`` was being asked and ``hint``."""
+    :class:`~odin_magic.core.errors.OdinError` that says ``what`` was being asked and ``hint``."""
     import anthropic
 
-    from ..errors import OdinError
-    from .claude import api_failure, default_client_factory
+    from odin_magic.core.errors import OdinError
+    from odin_magic.workers.claude import api_failure, default_client_factory
 
     client = (client_factory or default_client_factory(settings))()
     try:

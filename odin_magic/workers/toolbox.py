@@ -28,12 +28,12 @@ from anthropic.lib.tools import BetaAsyncFunctionTool, ToolError, beta_async_too
 from anthropic.lib.tools._beta_functions import aclose_runnable_tool
 from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_toolset_20260401, resolve_path
 
-from ..gates import command_env, run_command
-from ..loop import GateCommand
-from ..processes import shell_guard_env
-from ..postedit import EditCheck, check_edit, failure_message
-from ..roles import WRITE_TOOLS, RolePolicy, write_allowed
-from ..secrets import redact
+from odin_magic.core.commands import command_env, run_command
+from odin_magic.loop.schema import GateCommand
+from odin_magic.core.processes import shell_guard_env
+from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
+from odin_magic.loop.roles import WRITE_TOOLS, RolePolicy, write_allowed
+from odin_magic.core.secrets import redact
 
 #: Checks a file just written (its real path, and the path as the model named it).
 EditChecker = Callable[[Path, str], list[EditCheck]]
@@ -43,7 +43,7 @@ def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: st
     """The bash tool's environment: the gate commands' own (so the model can run a gate command
     exactly as the gate will; it carries no ``ANTHROPIC_*`` variable). The shell puts itself
     under odin's shell guard (a process group of its own that dies with the driver,
-    :mod:`odin_magic.processes`)."""
+    :mod:`odin_magic.core.processes`)."""
     env = command_env(project_dir, run_dir, run_id, stage_id)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
     env.update(shell_guard_env(run_dir))

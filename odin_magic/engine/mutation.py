@@ -1,0 +1,403 @@
+"""Gates proven able to fail: the discrimination sensor (seed 002), by mutation.
+
+A gate whose ``run:`` commands pass says the code is right only if those
+commands would fail on wrong code. For a stage whose gate has ``mutate: true``,
+after the gate passes, the engine makes small mutants of the Python files the
+run changed, one mutation at a time:
+
+* ``flip comparison``: ``==`` ↔ ``!=``, ``<`` → ``>=``, ``>`` → ``<=``, ``is`` ↔ ``is not``, ``in`` ↔ ``not in``;
+* ``off by one``: an integer constant ``n`` → ``n + 1``;
+* ``negate condition``: ``if c:`` / ``while c:`` / ``x if c else y`` → ``not (c)``;
+* ``return None``: ``return expr`` → ``return None``;
+* ``drop raise``: ``raise ...`` → ``pass``;
+
+re-runs the gate's commands against each mutant, and records the kill ratio
+(mutants that made a command fail / mutants tried). Below the loop's
+``min_kill_ratio`` the gate fails, and the surviving mutants are shown as diffs.
+
+Mutants never touch the project: each worker thread runs them in its own
+scratch copy of the project tree (``.odin-loop``, ``.git`` and caches left out),
+so a crash mid-mutation leaves the tree exactly as the stage left it. Mutants
+run in parallel, up to the CPU count. Only the files given as the stage's
+changes are mutated, never any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import difflib
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from odin_magic.loop.schema import GateCommand
+from odin_magic.workers.base import CommandEvidence
+
+DEFAULT_MAX_MUTANTS = 12
+DEFAULT_MIN_KILL_RATIO = 0.6
+MIN_MUTANT_TIMEOUT = 20.0
+_SKIP_DIRS = {".odin-loop", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv",
+              "node_modules", ".tox"}
+
+_FLIP = {
+    ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">=", ast.LtE: ">", ast.Gt: "<=", ast.GtE: "<",
+    ast.Is: "is not", ast.IsNot: "is", ast.In: "not in", ast.NotIn: "in",
+}
+_OP_TEXT = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+}
+
+#: runs one gate command in a directory with an environment; the gate's own runner in production
+Runner = Callable[[GateCommand, Path, dict[str, str]], CommandEvidence]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str  # project-relative, POSIX
+    line: int
+    operator: str
+    start: int  # byte offsets into the file's UTF-8 source
+    end: int
+    replacement: str
+    original: str
+
+    @property
+    def description(self) -> str:
+        return f"`{self.original}` → `{self.replacement}` ({self.path}:{self.line})"
+
+    def apply(self, source: bytes) -> bytes:
+        return source[: self.start] + self.replacement.encode("utf-8") + source[self.end:]
+
+    def diff(self, source: bytes) -> str:
+        before = source.decode("utf-8").splitlines(keepends=True)
+        after = self.apply(source).decode("utf-8").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(before, after, f"a/{self.path}", f"b/{self.path}", n=1))
+
+
+def _line_starts(source: bytes) -> list[int]:
+    starts = [0]
+    for i, b in enumerate(source):
+        if b == 0x0A:
+            starts.append(i + 1)
+    return starts
+
+
+class _Finder(ast.NodeVisitor):
+    def __init__(self, source: bytes, path: str):
+        self.source = source
+        self.path = path
+        self.starts = _line_starts(source)
+        self.found: list[Mutant] = []
+
+    def _offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def _span(self, node: ast.AST) -> tuple[int, int]:
+        return (self._offset(node.lineno, node.col_offset), self._offset(node.end_lineno, node.end_col_offset))
+
+    def _add(self, node: ast.AST, operator: str, start: int, end: int, replacement: str) -> None:
+        original = self.source[start:end].decode("utf-8")
+        if original != replacement:
+            self.found.append(Mutant(self.path, node.lineno, operator, start, end, replacement, original))
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) == 1 and type(node.ops[0]) in _FLIP:
+            left_end = self._offset(node.left.end_lineno, node.left.end_col_offset)
+            right_start = self._offset(node.comparators[0].lineno, node.comparators[0].col_offset)
+            between = self.source[left_end:right_start].decode("utf-8")
+            op = _OP_TEXT[type(node.ops[0])]
+            words = between.split()
+            if " ".join(words) == op:
+                at = between.index(words[0])
+                start = left_end + len(between[:at].encode("utf-8"))
+                end = left_end + len(between[: between.rindex(words[-1]) + len(words[-1])].encode("utf-8"))
+                self._add(node, "flip comparison", start, end, _FLIP[type(node.ops[0])])
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if type(node.value) is int:
+            start, end = self._span(node)
+            self._add(node, "off by one", start, end, str(node.value + 1))
+
+    def _negate(self, node: ast.AST, test: ast.AST) -> None:
+        start, end = self._span(test)
+        self._add(node, "negate condition", start, end, f"not ({self.source[start:end].decode('utf-8')})")
+
+    def visit_If(self, node: ast.If) -> None:
+        self._negate(node, node.test)
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._negate(node, node.test)
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._negate(node, node.test)
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            start, end = self._span(node)
+            self._add(node, "return None", start, end, "return None")
+        self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        start, end = self._span(node)
+        self._add(node, "drop raise", start, end, "pass")
+
+
+def mutants_of(source: bytes, path: str) -> list[Mutant]:
+    """Every mutant of one file's source (none when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    finder = _Finder(source, path)
+    finder.visit(tree)
+    return finder.found
+
+
+def _spread(items: list[Mutant], k: int) -> list[Mutant]:
+    """``k`` of ``items``, evenly spaced through the file(s), first and last included."""
+    if k >= len(items):
+        return list(items)
+    if k == 1:
+        return [items[0]]
+    return [items[round(i * (len(items) - 1) / (k - 1))] for i in range(k)]
+
+
+def select(mutants: list[Mutant], limit: int) -> list[Mutant]:
+    """At most ``limit`` mutants: every operator gets its turn, each spread over the code."""
+    by_op: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        by_op.setdefault(m.operator, []).append(m)
+    quota = dict.fromkeys(by_op, 0)
+    left = limit
+    while left > 0 and any(quota[op] < len(ms) for op, ms in by_op.items()):
+        for op, ms in by_op.items():
+            if left > 0 and quota[op] < len(ms):
+                quota[op] += 1
+                left -= 1
+    chosen = [m for op, ms in by_op.items() for m in _spread(ms, quota[op])]
+    return sorted(chosen, key=lambda m: (m.path, m.start))
+
+
+def is_test_file(rel: str) -> bool:
+    """Tests are what the mutants are checked by, never what is mutated."""
+    parts = Path(rel).parts
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test", "harness") for p in parts[:-1]))
+
+
+def targets(project_dir: Path, paths: list) -> list[str]:
+    """The project's Python files (project-relative, not tests) under a stage's artifacts (its consumes and
+    produces that live in the project tree: ``src/`` for a test stage): the code its gate commands check."""
+    project_dir = Path(project_dir).resolve()
+    found: list[str] = []
+    for placement in paths:
+        if placement.in_run_dir:
+            continue
+        base = Path(placement.path)
+        files = sorted(base.rglob("*.py")) if base.is_dir() else [base] if base.suffix == ".py" else []
+        for f in files:
+            if f.is_symlink():
+                continue
+            real = f.resolve()
+            if not real.is_relative_to(project_dir):
+                continue
+            inside = real.relative_to(project_dir)
+            if _SKIP_DIRS.intersection(inside.parts):
+                continue
+            rel = inside.as_posix()
+            if rel not in found and not is_test_file(rel):
+                found.append(rel)
+    return found
+
+
+@dataclass
+class MutantResult:
+    description: str
+    operator: str
+    path: str
+    line: int
+    killed: bool
+    killed_by: str | None = None  # the command that failed on it
+    diff: str = ""
+
+
+@dataclass
+class MutationReport:
+    files: list[str] = field(default_factory=list)
+    results: list[MutantResult] = field(default_factory=list)
+    min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO
+    note: str = ""
+
+    @property
+    def tried(self) -> int:
+        return len(self.results)
+
+    @property
+    def killed(self) -> int:
+        return sum(r.killed for r in self.results)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.killed / self.tried if self.tried else None
+
+    @property
+    def survivors(self) -> list[MutantResult]:
+        return [r for r in self.results if not r.killed]
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio is None or self.ratio >= self.min_kill_ratio
+
+    def summary(self) -> str:
+        if not self.tried:
+            return f"mutation: {self.note or 'no mutant to try'}"
+        return f"kill ratio {self.killed}/{self.tried} = {self.ratio:.2f} (min {self.min_kill_ratio:g})"
+
+    def reason(self) -> str | None:
+        if self.passed:
+            return None
+        shown = "; ".join(f"the gate passes with {r.description}" for r in self.survivors[:3])
+        more = f" (and {len(self.survivors) - 3} more)" if len(self.survivors) > 3 else ""
+        return f"the gate's commands cannot tell good code from bad: {self.summary()}: {shown}{more}"
+
+    def to_dict(self) -> dict:
+        return {"files": self.files, "tried": self.tried, "killed": self.killed, "ratio": self.ratio,
+                "min_kill_ratio": self.min_kill_ratio, "passed": self.passed, "note": self.note,
+                "results": [asdict(r) for r in self.results]}
+
+
+def _copy_project(project_dir: Path, into: Path) -> None:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in _SKIP_DIRS}
+
+    shutil.copytree(project_dir, into, symlinks=True, ignore=ignore)
+
+
+class _Scratch(threading.local):
+    path: Path | None = None
+
+
+def _readable_source(path: Path, project_dir: Path) -> bytes | None:
+    """The file's bytes when it may be mutated: a regular file inside the project (never through a
+    symlink), UTF-8 text (mutants are byte offsets into it)."""
+    if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(project_dir.resolve()):
+        return None
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return data
+
+
+def run_mutants(
+    project_dir: Path,
+    files: list[str],
+    commands: list[GateCommand],
+    env: Mapping[str, str],
+    run: Runner,
+    *,
+    baseline_s: float = 0.0,
+    max_mutants: int = DEFAULT_MAX_MUTANTS,
+    min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO,
+    jobs: int | None = None,
+) -> MutationReport:
+    """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy.
+
+    The commands first run once on the unmutated copy: where they fail there (a gate that needs
+    something the copy leaves out, such as a virtualenv inside the project), no mutant can prove
+    anything, and the report says so instead of counting every mutant as caught."""
+    project_dir = Path(project_dir)
+    report = MutationReport(min_kill_ratio=min_kill_ratio)
+    sources: dict[str, bytes] = {}
+    candidates: list[Mutant] = []
+    for rel in files:
+        if not rel.endswith(".py") or is_test_file(rel):
+            continue
+        data = _readable_source(project_dir / rel, project_dir)
+        if data is None:
+            continue
+        sources[rel] = data
+        candidates += mutants_of(data, rel)
+        report.files.append(rel)
+    if not report.files:
+        report.note = "the run changed no Python file outside the tests: nothing to mutate"
+        return report
+    mutants = select(candidates, max_mutants)
+    if not mutants:
+        report.note = "no mutable expression in " + ", ".join(report.files)
+        return report
+    timeout = max(MIN_MUTANT_TIMEOUT, 10 * baseline_s)  # a mutant may loop forever: bounded
+    scratch_root = Path(tempfile.mkdtemp(prefix="odin-mutants-"))
+    local = _Scratch()
+    made: list[Path] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def scratch() -> Path:
+        if local.path is None:
+            with lock:
+                local.path = scratch_root / f"w{len(made)}"
+                made.append(local.path)
+            _copy_project(project_dir, local.path)
+        return local.path
+
+    def scratch_env(where: Path) -> dict[str, str]:
+        out = {**env, "ODIN_PROJECT_DIR": str(where), "PYTHONDONTWRITEBYTECODE": "1"}  # same-size mutants: no stale .pyc
+        target = env.get("ODIN_TARGET_DIR")
+        if target and Path(target).resolve().is_relative_to(project_dir.resolve()):  # the harness convention
+            out["ODIN_TARGET_DIR"] = str(where / Path(target).resolve().relative_to(project_dir.resolve()))
+        return out
+
+    def failing_command(where: Path) -> str | None:
+        for command in commands:
+            limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or timeout, timeout))
+            if not run(limited, where, scratch_env(where)).ok:
+                return command.cmd
+        return None
+
+    def try_one(m: Mutant) -> MutantResult | None:
+        if stop.is_set():
+            return None
+        where = scratch()
+        target = where / m.path
+        if target.is_symlink() or not target.resolve().is_relative_to(where.resolve()):
+            return None  # never through a link, never outside the copy
+        target.write_bytes(m.apply(sources[m.path]))
+        try:
+            killer = failing_command(where)
+        finally:
+            target.write_bytes(sources[m.path])  # byte for byte, for the next mutant in this copy
+        if killer is not None:
+            return MutantResult(m.description, m.operator, m.path, m.line, True, killer)
+        return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
+
+    pool = None
+    try:
+        baseline = failing_command(scratch())
+        if baseline is not None:
+            report.note = (f"not proven: `{baseline}` fails in a scratch copy of the project even without a mutant "
+                           "(does it need something the copy leaves out: .git, .venv, node_modules?)")
+            return report
+        workers = max(1, min(jobs or os.cpu_count() or 1, len(mutants)))
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="odin-mutant")
+        report.results = [r for r in pool.map(try_one, mutants) if r is not None]
+    except BaseException:
+        stop.set()  # Ctrl-C or an error: no queued mutant starts
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    return report

@@ -1,0 +1,98 @@
+"""Scope: which files a stage may change, and which changes need a human's sign-off.
+
+After a stage's work the engine compares the checkpoints before and after it
+(:mod:`odin_magic.runs.checkpoints`) and checks every changed file, whoever changed
+it (a file tool or ``bash``):
+
+* **The role's write rule**: explore writes nothing; planner and reviewer
+  their ``produces``; critic its ``produces`` (and ``harness/stub/``, which is
+  in the run dir); executor — and a stage without a role — anywhere.
+* **The stage's ``scope:``** (a list of globs, optional) narrows that rule: a
+  change must also match one of its globs. For an executor it narrows
+  "anywhere"; for the other roles it narrows their ``produces`` (a ``produces``
+  entry outside the scope is a validation error).
+
+Notebooks (``*.ipynb``) are the user's: Jupyter saves them while stages run, so
+they are never reverted as out of scope (see :data:`PROTECTED`).
+
+A change outside what the stage may write is reverted to the checkpoint and the
+gate fails with the list ("reviewer changed src/app.py outside its scope:
+reverted").
+
+**Risk**: a loop-level ``risk:`` list of globs (``migrations/**``,
+``.github/**``, ``pyproject.toml``): a stage whose changes match one pauses for
+human sign-off after its gate passes, even when its gate mode is ``ai``.
+
+Globs are project-relative, with ``/`` separators: ``*`` and ``?`` match within
+one path segment, ``**`` any number of segments, and a pattern ending in ``/``
+matches everything under that directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from odin_magic.loop.artifacts import placements
+from odin_magic.runs.checkpoints import Change
+from odin_magic.loop.schema import Loop, Stage
+from odin_magic.loop.globs import glob_regex, literal_prefix, matches, may_overlap  # noqa: F401 - handed on
+from odin_magic.loop.globs import could_touch_risk  # noqa: F401 - handed on
+from odin_magic.loop.roles import policy_for
+
+
+#: The user's own documents: a notebook open in Jupyter is saved while stages run, so a change to one
+#: is never taken for a stage's and never reverted unasked (scope, BLOCKED, revert without --force).
+PROTECTED = ("**/*.ipynb",)
+
+
+def protected(path: str) -> bool:
+    return matches(PROTECTED, path)
+
+
+@dataclass(frozen=True)
+class ScopeRule:
+    """What one stage may change in the project tree."""
+
+    who: str  # the role, or inline/fresh
+    anywhere: bool  # the role may write anywhere (before ``scope`` narrows it)
+    produces: tuple[str, ...]  # project-relative produces (directories end in "/")
+    scope: tuple[str, ...] | None
+
+    def allows(self, path: str) -> bool:
+        by_role = self.anywhere or matches(self.produces, path)
+        return by_role and (self.scope is None or matches(self.scope, path))
+
+    def describe(self) -> str:
+        role = "anywhere" if self.anywhere else (", ".join(self.produces) or "nothing")
+        return role if self.scope is None else f"{role}, within scope {', '.join(self.scope)}"
+
+
+def rule_for(stage: Stage, project_dir: Path, run_dir: Path) -> ScopeRule:
+    agent = stage.resolved_agent
+    policy = policy_for(agent)
+    produces = []
+    if policy.writes != "none":
+        for entry, p in placements(stage.produces, project_dir, run_dir, stage.id).items():
+            try:
+                rel = p.path.relative_to(project_dir).as_posix()
+            except ValueError:
+                continue
+            if not rel.startswith(".odin-loop/"):
+                produces.append(rel + "/" if p.is_dir else rel)
+    return ScopeRule(who=agent.label, anywhere=policy.writes == "anywhere", produces=tuple(produces),
+                     scope=tuple(stage.scope) if stage.scope is not None else None)
+
+
+def violations(rule: ScopeRule, changes: list[Change]) -> list[Change]:
+    return [c for c in changes if not rule.allows(c.path) and not protected(c.path)]
+
+
+def violation_reason(rule: ScopeRule, bad: list[Change]) -> str:
+    listed = ", ".join(f"{c.path} ({c.kind})" for c in bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
+    return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted"
+
+
+def risky(loop: Loop, changes: list[Change]) -> list[str]:
+    """The changed paths that match the loop's ``risk`` globs."""
+    return [c.path for c in changes if loop.risk and matches(loop.risk, c.path)]

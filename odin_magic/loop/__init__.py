@@ -1,0 +1,26 @@
+"""A loop as data: the YAML file of stages, read, checked and edited.
+
+Owns the schema (``schema``: ``Loop``, ``Stage``, ``Gate``...), safe YAML with field
+marks (``yamlsource``), validation with located diagnostics (``validation``), loop
+resolution (``catalog``), exact text edits of a loop file (``loopedit``), roles and their
+personas (``roles``), where an artifact lives (``artifacts``), the acceptance manifest
+(``manifest``) and the default loop's name (``defaults``).
+
+May import: ``core``.
+
+The schema's names are importable from the package itself (``from odin_magic.loop import
+Loop``), loaded on first use so that a front end importing ``loop.defaults`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    schema = importlib.import_module("odin_magic.loop.schema")
+    try:
+        return getattr(schema, name)
+    except AttributeError:
+        raise AttributeError(f"module 'odin_magic.loop' has no attribute {name!r}") from None

@@ -1,0 +1,127 @@
+"""``%odin new``, ``%odin refine`` and ``%odin memory``: the notebook side of authoring and learning.
+
+:func:`add_parsers` adds their arguments to the ``%odin`` parser; :data:`COMMANDS`
+are the handlers :class:`~odin_magic.notebook.magics.OdinMagics` calls with itself and
+the parsed arguments.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+from IPython.display import display
+
+from odin_magic.render.displays import MessageDisplay, TextBlockDisplay
+from odin_magic.core.errors import UsageError
+
+
+def add_parsers(add: Callable[[str, str], Any]) -> None:
+    n = add("new", "Author a loop by answering seven questions: a form with a live YAML preview and the loop's "
+                   "picture (prompts in a terminal IPython).")
+    n.add_argument("name", metavar="NAME")
+    n.add_argument("--describe", metavar="TEXT", nargs="+", help="one line about the work: a configured model "
+                   "proposes answers")
+    n.add_argument("--answers", metavar="FILE", help="a YAML file answering the seven questions: no form")
+    n.add_argument("--force", action="store_true", help="replace an existing loop of that name")
+    r = add("refine", "Muninn: aggregate past runs and propose loop edits (a panel with Apply and Reject each); "
+                      "`refine apply ID` / `refine reject ID` decide one.")
+    r.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID")
+    r.add_argument("--json", action="store_true", help="return the aggregates and proposals as a dict")
+    r.add_argument("--model", action="store_true", help="also ask the configured model for proposals")
+    m = add("memory", "Show the project memory (decisions, lessons); `memory remove ID`, `memory clear --force`.")
+    m.add_argument("words", nargs="*", metavar="[remove ID | clear]")
+    m.add_argument("--force", action="store_true")
+
+
+def _now() -> str:
+    return datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def cmd_new(magics, args):
+    from odin_magic.authoring import new_loop as au
+
+    project = magics.project_dir
+    target = au.loop_path(project, args.name)
+    if target.exists() and not args.force:
+        raise UsageError(f"{target} already exists; %odin new never overwrites a loop",
+                         hint="pick another name, or add --force")
+    if args.answers:
+        path, text = au.write_loop(project, args.name, au.load_answers(project / args.answers), force=args.force)
+        return TextBlockDisplay(f"{text.rstrip()}\n\nwrote {path.relative_to(project.resolve())}\n"
+                                f"start it: %odin run {args.name} --task \"...\"  (add --dry to try it offline)")
+    proposal = None
+    if args.describe:
+        settings = magics.settings()
+        if au.model_configured(settings):
+            proposal = au.propose_answers(" ".join(args.describe), settings, au.proposal_client_factory(settings, project))
+    if not magics.use_widgets():
+        from odin_magic.authoring.terminal import TerminalInterview, input_line
+
+        path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
+        return TextBlockDisplay(f"{text.rstrip()}\n\nwrote {path}\nstart it: %odin run {args.name} --task \"...\"")
+    from odin_magic.notebook.new_loop_form import NewLoopForm
+
+    return NewLoopForm(project, args.name, proposal, force=args.force)
+
+
+def cmd_refine(magics, args):
+    from odin_magic.learning.refine import Refinements, refine
+    from odin_magic.render.refine_view import RefineDisplay, proposal_panel
+
+    words = list(args.words)
+    refinements = Refinements(magics.project_dir)
+    if words[:1] in (["apply"], ["reject"]):
+        if len(words) != 2:
+            raise UsageError(f"usage: %odin refine {words[0]} ID")
+        return MessageDisplay(_decide(refinements, words[0], words[1]))
+    if len(words) > 1:
+        raise UsageError("usage: %odin refine [LOOP]  (or: apply ID, reject ID)")
+    settings = factory = None
+    if args.model:
+        from odin_magic.authoring.new_loop import model_for_refine
+
+        settings, factory = model_for_refine(magics.project_dir, magics.settings())
+    result = refine(magics.project_dir, words[0] if words else None, settings=settings, client_factory=factory)
+    if args.json:
+        return result.model_dump(mode="json")
+    if not magics.use_widgets():
+        return RefineDisplay(result)
+    display(RefineDisplay(result))
+    for proposal in [*result.proposals, *result.still_open]:
+        display(proposal_panel(proposal, lambda pid: _decide(refinements, "apply", pid),
+                               lambda pid: _decide(refinements, "reject", pid)))
+    return None
+
+
+def _decide(refinements, action: str, proposal_id: str) -> str:
+    if action == "apply":
+        proposal, path = refinements.apply(proposal_id, _now())
+        return (f"applied {proposal.id}: {proposal.title}; wrote {path} (version {proposal.applied_version}), "
+                f"the previous version is kept in .odin-loop/loops/.history/")
+    proposal = refinements.reject(proposal_id, _now())
+    return f"rejected {proposal.id}: {proposal.title}"
+
+
+def cmd_memory(magics, args):
+    from odin_magic.learning.memory import Memory
+
+    mem = Memory(magics.project_dir)
+    words = list(args.words)
+    if words[:1] == ["remove"] and len(words) == 2:
+        entry = mem.remove(words[1])
+        return MessageDisplay(f"removed {entry.id} ({entry.kind}, stage {entry.stage}, run {entry.run_id})")
+    if words == ["clear"]:
+        if not args.force:
+            raise UsageError(f"clear deletes {len(mem.entries())} memory entries", hint="add --force")
+        return MessageDisplay(f"cleared {mem.clear()} entries")
+    if words:
+        raise UsageError("usage: %odin memory [remove ID | clear --force]")
+    entries = mem.entries()
+    if not entries:
+        return MessageDisplay("no memory yet: decisions and lessons are written as runs end")
+    return TextBlockDisplay("\n".join(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}\n    {e.text}"
+                                    for e in entries))
+
+
+COMMANDS = {"new": cmd_new, "refine": cmd_refine, "memory": cmd_memory}

@@ -1,0 +1,217 @@
+"""Charts as PNG (matplotlib, Agg), updated in place through IPython display handles.
+
+PNGs show the same in JupyterLab, Notebook 7, VS Code and a saved notebook.
+Figures are built with :class:`matplotlib.figure.Figure` and rendered by the
+Agg canvas directly: no pyplot, no global figure state, safe from a
+background thread.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.ticker import MaxNLocator
+
+from odin_magic.loop.schema import Loop
+from odin_magic.render.text import cost_text
+from odin_magic.runs.state import RunState
+
+_MODE_COLOURS = {"ai": "#cfe8ff", "ai+human": "#ffe3b3", "human": "#ffe3b3"}
+
+
+def png_bytes(fig: Figure, dpi: int = 90) -> bytes:
+    FigureCanvasAgg(fig)  # attach the Agg canvas: no pyplot, no GUI backend
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+# -- the loop diagram ----------------------------------------------------------------------
+
+
+def loop_diagram(loop: Loop) -> Figure:
+    """Stages left to right, forward arrows, ``on_fail`` back-edges, gate modes and roles."""
+    n = len(loop.stages)
+    width = max(6.0, 1.9 * n)
+    fig = Figure(figsize=(width, 3.2))
+    ax = fig.add_subplot()
+    ax.set_xlim(-0.6, n - 0.4)
+    index = {s.id: i for i, s in enumerate(loop.stages)}
+    span = max([abs(index[s.gate.on_fail] - i) for i, s in enumerate(loop.stages)
+                if s.gate.on_fail in index] + [1])
+    bottom = -0.75 - 0.25 * span
+    ax.set_ylim(bottom, 1.0)
+    ax.axis("off")
+    for i, stage in enumerate(loop.stages):
+        mode = stage.gate.mode
+        box = FancyBboxPatch((i - 0.42, -0.35), 0.84, 0.7, boxstyle="round,pad=0.03",
+                             facecolor=_MODE_COLOURS.get(mode, "#eee"), edgecolor="#444")
+        ax.add_patch(box)
+        ax.text(i, 0.1, stage.id, ha="center", va="center", fontsize=8.5, weight="bold")
+        agent = stage.resolved_agent
+        role = agent.label + (" (fresh)" if agent.fresh and agent.role else "")
+        if stage.interview is not None:
+            role += " · deep interview"
+        ax.text(i, -0.17, role, ha="center", va="center", fontsize=7, color="#333")
+        gate = "gate: " + mode + (" + command" if stage.gate.run else "")
+        ax.text(i, 0.5, gate, ha="center", va="bottom", fontsize=7, color="#555")
+        if i + 1 < n:
+            ax.add_patch(FancyArrowPatch((i + 0.44, 0), (i + 0.56, 0), arrowstyle="-|>", mutation_scale=10,
+                                         color="#444"))
+    back_edges = [(index[s.id], index[s.gate.on_fail]) for s in loop.stages
+                  if s.gate.on_fail and s.gate.on_fail in index]
+    for k, (src, dst) in enumerate(back_edges):
+        if src == dst:  # retry the same stage
+            ax.add_patch(FancyArrowPatch((src + 0.2, -0.38), (src - 0.2, -0.38), connectionstyle="arc3,rad=-1.2",
+                                         arrowstyle="-|>", mutation_scale=9, color="#c33"))
+            continue
+        rad = -(0.35 + 0.08 * (k % 3))  # negative: a leftward (back) edge bends below the boxes
+        ax.add_patch(FancyArrowPatch((src, -0.38), (dst, -0.38), connectionstyle=f"arc3,rad={rad}",
+                                     arrowstyle="-|>", mutation_scale=9, color="#c33", linestyle="--"))
+        depth = -rad * abs(src - dst) / 2
+        ax.text((src + dst) / 2, -0.38 - depth - 0.08, f"on_fail {loop.stages[src].id}→{loop.stages[dst].id}",
+                ha="center", va="top", fontsize=6.5, color="#c33", zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})  # readable where arrows cross
+    title = loop.name + (f" — {loop.description}" if loop.description else "")
+    ax.set_title(_clip(title, 110) + f"   (max_iterations {loop.max_iterations})", fontsize=9)
+    ax.text(-0.55, bottom + 0.02, "blue: ai gate   orange: ai+human gate (pauses)   red dashed: on_fail loopback",
+            fontsize=6.5, color="#555", va="bottom")
+    return fig
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# -- run charts --------------------------------------------------------------------------
+
+
+def gate_failures_by_stage(state: RunState) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in state.history:
+        if entry.result == "fail":
+            counts[entry.stage] = counts.get(entry.stage, 0) + 1
+    return counts
+
+
+def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure:
+    """Two panels: loopbacks and gate failures per stage; tokens and cost per stage."""
+    ids = list(stage_ids or [])
+    for sid in list(state.iterations) + [e.stage for e in state.history] + list(state.usage.by_stage):
+        if sid not in ids:
+            ids.append(sid)
+    fig = Figure(figsize=(max(6.0, 0.9 * len(ids) + 2), 3.4))
+    ax1, ax2 = fig.subplots(1, 2)
+    x = range(len(ids))
+    fails = gate_failures_by_stage(state)
+    w = 0.38
+    ax1.bar([i - w / 2 for i in x], [state.iterations.get(s, 0) for s in ids], w, label="loopbacks", color="#e08a3c")
+    ax1.bar([i + w / 2 for i in x], [fails.get(s, 0) for s in ids], w, label="gate failures", color="#c33")
+    ax1.set_title(f"loopbacks {state.total_iterations}/{state.max_iterations}", fontsize=9)
+    _stage_axis(ax1, ids)
+    ax1.legend(fontsize=7)
+    counts = [state.iterations.get(s, 0) for s in ids] + list(fails.values())
+    ax1.set_ylim(0, max(counts + [1]) + 0.5)  # counts: from 0, whole numbers (no -0.04 axis when none yet)
+    ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
+    tokens = [state.usage.by_stage.get(s).total_tokens if s in state.usage.by_stage else 0 for s in ids]
+    cost = [state.usage.by_stage[s].cost_usd if s in state.usage.by_stage else 0.0 for s in ids]
+    ax2.bar(list(x), tokens, 0.6, color="#4a7fc1")
+    ax2.set_ylabel("tokens", fontsize=8)
+    if any(cost):  # no cost line (and axis) for a free model: a flat line at 0 on a -0.04..0.04 axis says nothing
+        ax2b = ax2.twinx()
+        offline = state.usage.total.offline_usd > 0
+        ax2b.plot(list(x), cost, "o-", color="#2a2", label="≈ cost if run on Claude (USD)" if offline else "cost (USD)")
+        ax2b.set_ylabel("≈ USD if run on Claude (nothing spent)" if offline else "USD", fontsize=8)
+        ax2b.set_ylim(0, max(cost) * 1.15)
+        ax2b.tick_params(axis="y", labelsize=7)
+    if not any(tokens):
+        ax2.set_ylim(0, 1)
+    ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost {cost_text(state.usage.total)}", fontsize=9)
+    _stage_axis(ax2, ids)
+    fig.tight_layout()
+    return fig
+
+
+def _stage_axis(ax, ids: Sequence[str]) -> None:
+    ax.set_xticks(list(range(len(ids))))
+    ax.set_xticklabels(ids, rotation=30, ha="right", fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+
+
+@dataclass(frozen=True)
+class InterviewRound:
+    round: int
+    ambiguity: float
+    challenge: str | None = None  # e.g. "contrarian" when a challenge fired this round
+
+
+def interview_convergence(rounds: Sequence[InterviewRound], threshold: float) -> Figure:
+    """Ambiguity per round against the threshold, challenge rounds marked."""
+    fig = Figure(figsize=(5.5, 3.0))
+    ax = fig.add_subplot()
+    xs = [r.round for r in rounds]
+    ys = [r.ambiguity for r in rounds]
+    ax.plot(xs, ys, "o-", color="#4a7fc1", label="ambiguity")
+    ax.axhline(threshold, color="#2a2", linestyle="--", label=f"threshold {threshold:.2f}")
+    for r in rounds:
+        if r.challenge:
+            ax.axvline(r.round, color="#c33", alpha=0.3)
+            ax.annotate(r.challenge, (r.round, r.ambiguity), textcoords="offset points", xytext=(3, 6),
+                        fontsize=7, color="#c33")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("round", fontsize=8)
+    ax.set_ylabel("ambiguity", fontsize=8)
+    ax.set_title("interview convergence", fontsize=9)
+    if xs:
+        ax.set_xticks(xs)
+    else:  # no round scored yet: rounds 1.. on the axis, not matplotlib's -0.04..0.04
+        ax.set_xlim(0.5, 3.5)
+        ax.set_xticks([1, 2, 3])
+        ax.text(2, 0.55, "no round scored yet", ha="center", va="center", fontsize=8, color="#777")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# -- display handles ---------------------------------------------------------------------
+
+
+class ChartHandle:
+    """A PNG shown once with a display id and re-rendered in place on ``update``.
+
+    ``render`` builds a :class:`Figure` from the arguments given to
+    :meth:`show` / :meth:`update`.
+    """
+
+    def __init__(self, render: Callable[..., Figure]):
+        self.render = render
+        self._handle = None
+        self.png: bytes | None = None
+
+    def _image(self, *args, **kwargs):
+        from IPython.display import Image
+
+        self.png = png_bytes(self.render(*args, **kwargs))
+        return Image(data=self.png, format="png")
+
+    def show(self, *args, **kwargs) -> None:
+        from IPython.display import display
+
+        self._handle = display(self._image(*args, **kwargs), display_id=True)
+
+    def placeholder(self, text: str = "charts appear when the first drive ends") -> None:
+        """Reserve the chart's place in this cell, to be filled in later (from any thread)."""
+        from IPython.display import HTML, display
+
+        self._handle = display(HTML(f"<i style='color:#777'>{text}</i>"), display_id=True)
+
+    def update(self, *args, **kwargs) -> None:
+        if self._handle is None:
+            self.show(*args, **kwargs)
+        else:
+            self._handle.update(self._image(*args, **kwargs))

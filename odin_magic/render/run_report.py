@@ -1,0 +1,296 @@
+"""A report for every run: ``report.md`` and ``report.ipynb`` in the run dir, written when the run ends.
+
+When a run ends — done, failed, abandoned, or blocked (waiting for a person) —
+the engine writes both files from what the run recorded:
+
+* the task, the loop and its version, the status and why;
+* the path through the stages, every loopback with its reason and class;
+* the acceptance criteria with their evidence, and the regression suite
+  (from the last completion check: :mod:`odin_magic.engine.completion`);
+* the kill ratios of gates proven by mutation (:mod:`odin_magic.engine.mutation`);
+* time, tokens and cost per stage;
+* the files each stage changed, where its evidence lists them;
+* the deep interview's convergence;
+* charts (interview convergence; loopbacks, tokens and cost per stage) as PNG
+  files beside the report and as attachments of the notebook's markdown cells,
+  so they survive export and need no kernel to show.
+
+``report.ipynb`` is valid nbformat; its one code cell reads the run's state.json
+(standard library only), so nbclient runs it. Every section is redacted of the
+configured secrets before it is escaped into either file (:mod:`odin_magic.core.secrets`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from odin_magic.runs import evidence as gate_evidence
+from odin_magic.loop.schema import Loop
+from odin_magic.runs.state import RunState
+from odin_magic.core.secrets import redact_text
+from odin_magic.runs.store import write_atomic
+
+REPORT_MD = "report.md"
+REPORT_NB = "report.ipynb"
+CHART_DIR = "report"
+END_STATUSES = ("done", "failed", "abandoned", "blocked")
+
+
+@dataclass
+class _Gathered:
+    evidence: list[dict] = field(default_factory=list)  # per history entry, {} when unreadable
+    completion: dict | None = None
+    mutations: list[tuple[str, dict]] = field(default_factory=list)
+    interview: Any = None  # InterviewState, when the run had a deep interview
+
+
+def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
+    try:
+        return reader.read(ref)
+    except (OSError, ValueError):
+        return {}
+
+
+def _gather(state: RunState, run_dir: Path) -> _Gathered:
+    g = _Gathered()
+    with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for the whole history
+        for entry in state.history:
+            ev = _read_evidence(reader, entry.evidence) if entry.evidence else {}
+            g.evidence.append(ev)
+            if ev.get("completion"):
+                g.completion = ev["completion"]
+            if ev.get("mutation"):
+                g.mutations.append((entry.stage, ev["mutation"]))
+    path = run_dir / "interview.json"
+    if path.is_file():
+        try:
+            from odin_magic.interview.models import InterviewState
+
+            g.interview = InterviewState.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            g.interview = None
+    return g
+
+
+def _duration(start: str, end: str | None) -> str:
+    try:
+        a = datetime.fromisoformat(start)
+        b = datetime.fromisoformat(end) if end else a
+    except ValueError:
+        return "?"
+    seconds = max(0, int((b - a).total_seconds()))
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m {seconds % 60:02d}s" if seconds >= 3600 else \
+        f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+def _cell(text: Any) -> str:
+    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def _stage_times(state: RunState) -> dict[str, float]:
+    """Seconds per stage: from the previous record's time to the stage's gate (pauses included)."""
+    out: dict[str, float] = {}
+    previous = state.started_at
+    for e in state.history:
+        try:
+            seconds = (datetime.fromisoformat(e.at) - datetime.fromisoformat(previous)).total_seconds()
+        except ValueError:
+            seconds = 0.0
+        if e.gate != "approved":
+            out[e.stage] = out.get(e.stage, 0.0) + max(0.0, seconds)
+        previous = e.at
+    return out
+
+
+def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str, str]]:
+    """The report as (title, markdown) sections, in order."""
+    version = f" v{loop.version}" if loop is not None and loop.version is not None else ""
+    head = [f"- **task**: {state.task.strip()}",
+            f"- **loop**: {state.loop}{version}" + (" (dry run)" if state.dry is not None else ""),
+            f"- **status**: {state.status}",
+            f"- **started**: {state.started_at}" + (f", **ended**: {state.ended_at}" if state.ended_at else ""),
+            f"- **duration**: {_duration(state.started_at, state.ended_at)}",
+            f"- **loopbacks**: {state.total_iterations}/{state.max_iterations}"]
+    if state.failure_reason:
+        head.append(f"- **why it failed**: {state.failure_reason}")
+    if state.status == "blocked" and state.blocked is not None:
+        head.append(f"- **blocked** ({state.blocked.kind}) at {state.blocked.stage}: {state.blocked.reason}")
+        head.append(f"- **to do**: {state.blocked.fix}")
+    out = [("Summary", "\n".join(head))]
+
+    rows = ["| # | stage | result | gate | agent | reason | next |", "|---|---|---|---|---|---|---|"]
+    for n, e in enumerate(state.history, start=1):
+        nxt = state.history[n].stage if n < len(state.history) else (state.current_stage if state.active else "—")
+        why = (e.reason or "") + (f" [{e.failure}]" if e.failure and e.failure != "recoverable" else "")
+        rows.append(f"| {n} | {e.stage} | {e.result} | {e.gate} | {e.agent or ''} | {_cell(why)} | {nxt} |")
+    out.append(("Path through the stages", "\n".join(rows) if state.history else "No stage was judged."))
+
+    out.append(("Acceptance criteria", _acceptance(g.completion)))
+    out.append(("Gates proven able to fail", _mutations(g.mutations)))
+
+    times = _stage_times(state)
+    ids = list(loop.stage_ids()) if loop is not None else list(dict.fromkeys(e.stage for e in state.history))
+    ids += [s for s in state.usage.by_stage if s not in ids]
+    cost = ["| stage | time | tokens | cost (USD) | gate failures |", "|---|---|---|---|---|"]
+    fails: dict[str, int] = {}
+    for e in state.history:
+        if e.result == "fail":
+            fails[e.stage] = fails.get(e.stage, 0) + 1
+    for sid in ids:
+        u = state.usage.by_stage.get(sid)
+        cost.append(f"| {sid} | {int(times.get(sid, 0))} s | {u.total_tokens if u else 0:,} | "
+                    f"{u.cost_usd if u else 0:.4f} | {fails.get(sid, 0)} |")
+    total = state.usage.total
+    cost.append(f"| **total** | {_duration(state.started_at, state.ended_at)} | {total.total_tokens:,} | "
+                f"{total.cost_usd:.4f} | {sum(fails.values())} |")
+    out.append(("Time, tokens and cost per stage", "\n".join(cost)))
+
+    out.append(("Files changed per stage", _changes(state, g)))
+    out.append(("Interview convergence", _interview(state, g)))
+    return out
+
+
+def _acceptance(completion: dict | None) -> str:
+    if not completion:
+        return "The run was not checked for completion (its last stage's gate never passed)."
+    from odin_magic.runs.completion_report import from_dict
+
+    checked = from_dict(completion)
+    lines = [checked.manifest]
+    if checked.criteria:
+        lines += ["", "| | id | priority | criterion | verified by | evidence |", "|---|---|---|---|---|---|"]
+        for c in checked.criteria:
+            lines.append(f"| {c.mark} | {c.id} | {c.priority} | {_cell(c.text)} | "
+                         f"`{_cell(c.verify)}` | {_cell(c.detail or c.status)} |")
+    reg = completion.get("regression")
+    if reg:
+        if not reg.get("ran"):
+            lines += ["", f"Regression suite: {reg.get('why')}."]
+        else:
+            verdict = "passed" if reg.get("passed") else f"failed (exit {reg.get('exit_code')})"
+            failing = ", ".join(reg.get("failing") or [])
+            lines += ["", f"Regression suite `{reg.get('command')}` ({reg.get('why')}): {verdict}"
+                      + (f"; failing: {failing}" if failing else "") + "."]
+    for p in completion.get("problems") or []:
+        lines.append(f"- ⚠ {p.get('what')} — {p.get('fix')}")
+    return "\n".join(lines).strip()
+
+
+def _mutations(mutations: list[tuple[str, dict]]) -> str:
+    if not mutations:
+        return "No gate of this run declared `mutate: true`."
+    lines = ["| stage | files | killed / tried | kill ratio | min | verdict |", "|---|---|---|---|---|---|"]
+    survivors = []
+    for stage, m in mutations:
+        ratio = m.get("ratio")
+        lines.append(f"| {stage} | {', '.join(m.get('files') or []) or '—'} | {m.get('killed')}/{m.get('tried')} | "
+                     f"{'n/a' if ratio is None else f'{ratio:.2f}'} | {m.get('min_kill_ratio')} | "
+                     f"{'pass' if m.get('passed') else 'fail'} |")
+        survivors += [r for r in m.get("results") or [] if not r.get("killed")]
+    if survivors:
+        lines += ["", "Mutants the gate's commands did not catch:"]
+        for r in survivors[:10]:
+            lines += ["", f"- {r.get('description')}", "", "```diff", (r.get("diff") or "").rstrip(), "```"]
+    return "\n".join(lines)
+
+
+def _changes(state: RunState, g: _Gathered) -> str:
+    """Per stage execution, the files it changed (its evidence's ``changes``: odin_magic.runs.checkpoints.Change)."""
+    lines = []
+    for e, ev in zip(state.history, g.evidence):
+        named = []
+        for c in ev.get("changes") or []:
+            if not isinstance(c, dict):
+                continue
+            counts = "binary" if c.get("added") is None else f"+{c.get('added')} -{c.get('deleted')}"
+            named.append(f"`{c.get('path')}` ({c.get('kind')}, {counts})")
+        if ev.get("reverted"):
+            named.append("reverted out of scope: " + ", ".join(f"`{p}`" for p in ev["reverted"]))
+        if named:
+            lines.append(f"- **{e.stage}** ({e.at}): " + "; ".join(named))
+    return "\n".join(lines) or "No stage changed a file of the project."
+
+
+def _interview(state: RunState, g: _Gathered) -> str:
+    iv = state.interview
+    if iv is None:
+        return "This run had no deep interview."
+    lines = [f"{iv.rounds} rounds; ambiguity {iv.ambiguity:.2f} against the threshold {iv.threshold:.2f}."]
+    if iv.topology:
+        lines.append("Topology: " + ", ".join(iv.topology) + ".")
+    if g.interview is not None:
+        trace = "  ".join(f"{r.number}→{r.ambiguity:.2f}" for r in g.interview.rounds)
+        if trace:
+            lines.append(f"Ambiguity by round: {trace}")
+    return "\n".join(lines)
+
+
+def charts(state: RunState, loop: Loop | None, g: _Gathered) -> dict[str, bytes]:
+    """The report's charts as PNG bytes, by file name."""
+    from odin_magic.render.charts import InterviewRound, interview_convergence, png_bytes, run_chart
+
+    out = {"run.png": png_bytes(run_chart(state, loop.stage_ids() if loop else None), dpi=72)}
+    if g.interview is not None and g.interview.rounds:
+        from odin_magic.interview.runner import convergence_points
+
+        rounds = [InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(g.interview)]
+        out["convergence.png"] = png_bytes(interview_convergence(rounds, g.interview.threshold), dpi=72)
+    return out
+
+
+_CODE = '''\
+# The run's state as it is now (re-run this cell after `odin run` continues it).
+import json, pathlib
+state = json.loads(pathlib.Path("state.json").read_text(encoding="utf-8"))
+print(f"{state['run_id']}: {state['status']} at {state['current_stage']}, "
+      f"{state['total_iterations']}/{state['max_iterations']} loopbacks")
+for entry in state["history"][-10:]:
+    print(" ", entry["at"], entry["stage"], entry["result"], entry.get("reason") or "")
+'''
+
+
+def _notebook(title: str, parts: list[tuple[str, str]], images: dict[str, bytes]) -> str:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    cells = [new_markdown_cell(f"# {title}")]
+    for heading, body in parts:
+        cells.append(new_markdown_cell(f"## {heading}\n\n{body}"))
+    if images:
+        cell = new_markdown_cell("## Charts\n\n" + "\n\n".join(f"![{name}](attachment:{name})" for name in images))
+        cell["attachments"] = {name: {"image/png": base64.b64encode(data).decode("ascii")}
+                               for name, data in images.items()}
+        cells.append(cell)
+    cells.append(new_code_cell(_CODE))
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+        "language_info": {"name": "python"},
+    })
+    nbformat.validate(nb)
+    return nbformat.writes(nb)
+
+
+def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
+    """Write report.md, report.ipynb and the chart PNGs into ``run_dir``; returns report.md's path.
+    (``write_atomic`` redacts every configured secret from both texts.)"""
+    run_dir = Path(run_dir)
+    g = _gather(state, run_dir)
+    title = f"Run {state.run_id}: {state.loop}"
+    parts = [(h, redact_text(body)) for h, body in sections(state, loop, g)]  # before any escaping
+    images = charts(state, loop, g)
+    chart_dir = run_dir / CHART_DIR
+    chart_dir.mkdir(exist_ok=True)
+    for name, data in images.items():
+        (chart_dir / name).write_bytes(data)
+    md = [f"# {title}", ""]
+    for heading, body in parts:
+        md += [f"## {heading}", "", body, ""]
+    md += ["## Charts", ""] + [f"![{name}]({CHART_DIR}/{name})" for name in images] + [""]
+    write_atomic(run_dir / REPORT_MD, "\n".join(md))
+    write_atomic(run_dir / REPORT_NB, _notebook(title, parts, images))
+    return run_dir / REPORT_MD

@@ -1,0 +1,265 @@
+"""Text renderings of runs, shared by the CLI and the notebook front end.
+
+``render_status`` is seed 000's ``status``: loop, task, current stage, status,
+iteration counts, and the stages as a checklist (✅ passed / 🔄 looped /
+⏸ awaiting / ⬜ not started), plus the interview convergence when present
+and the question a deep interview waits on (given by the caller: reading it
+needs the run dir).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
+
+if TYPE_CHECKING:  # annotations only: front ends load this module cheaply
+    from odin_magic.runs.events import EngineEvent
+    from odin_magic.loop.schema import Loop
+    from odin_magic.runs.state import InterviewSummary, RunState, Usage
+
+PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
+STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
+               "done": "✅", "failed": "❌", "abandoned": "✖"}
+
+
+def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
+    """(mark, stage id, note) for every stage, in loop order (history order without the loop)."""
+    ids = loop.stage_ids() if loop else list(dict.fromkeys(e.stage for e in state.history))
+    last: dict[str, tuple[str, str]] = {}
+    for e in state.history:
+        last[e.stage] = (e.result, e.gate)
+    out = []
+    for sid in ids:
+        loops = state.iterations.get(sid, 0)
+        note = f"looped {loops}×" if loops else ""
+        result, gate = last.get(sid, (None, None))
+        if state.status in ("awaiting_approval", "awaiting_answer") and sid == state.current_stage:
+            mark = AWAITING
+            waiting = "awaiting approval" if state.status == "awaiting_approval" else "awaiting your answer"
+            note = _join_notes(waiting, note)
+        elif state.status == "blocked" and state.blocked is not None and sid == state.blocked.stage:
+            mark = BLOCKED
+            note = _join_notes(f"blocked ({state.blocked.kind})", note)
+        elif result == "pass" and gate == "ai-pending":  # passed its gate, never approved (e.g. abandoned there)
+            mark = AWAITING
+            note = _join_notes("passed its gate, not approved", note)
+        elif result == "pass":
+            mark = PASSED
+        elif result == "fail":
+            mark = LOOPED
+        else:
+            mark = NOT_STARTED
+            if state.active and sid == state.current_stage:
+                note = _join_notes("next", note)
+            elif state.status == "done":  # a step skipped past it
+                note = _join_notes("never ran", note)
+        out.append((mark, sid, note))
+    return out
+
+
+def _join_notes(first: str, rest: str) -> str:
+    return first + (f", {rest}" if rest else "")
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: runs of whitespace (newlines included) become one space."""
+    return " ".join(text.split())
+
+
+def threshold_standing(iv: InterviewSummary) -> Literal["above", "early", "below", "accepted"]:
+    """Where an interview's ambiguity stands against its threshold. ``early``: below it, but before the
+    round from which the interview may stop, so it still asks (the stop condition needs more than the number).
+    ``accepted``: above it, and the user accepted that (``proceed``)."""
+    if iv.ambiguity > iv.threshold and iv.accepted:
+        return "accepted"
+    if iv.ambiguity > iv.threshold:
+        return "above"
+    return "early" if iv.rounds < EARLY_EXIT_FROM_ROUND else "below"
+
+
+def money(value: float) -> str:
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def cost_text(usage: Usage, short: bool = False) -> str:
+    """The cost of ``usage``: money spent, or, for what the offline scripted model answered, an estimate
+    of what it would have cost on Claude (``≈ $0.25 if run on Claude; nothing spent``)."""
+    offline = usage.offline_usd
+    spent = max(usage.cost_usd - offline, 0.0)
+    if offline <= 0:
+        return money(usage.cost_usd)
+    estimate = f"≈ ${offline:.2f}" if offline >= 0.01 else "≈ <$0.01"
+    if spent < 5e-7:
+        return f"{estimate} offline" if short else f"{estimate} if run on Claude; nothing spent"
+    return f"{money(spent)} + {estimate} offline" if short else \
+        f"{money(spent)} spent, plus {estimate} if the offline part had run on Claude"
+
+
+def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
+                  question: str | None = None, criteria: list[str] | None = None) -> str:
+    """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``);
+    ``criteria``: the last checks before done, one line each (``completion.CompletionReport.lines``)."""
+    lines = [
+        f"run      {state.run_id}" + ("  (dry run)" if state.dry is not None else ""),
+        f"loop     {state.loop}",
+        f"task     {state.task}",
+        f"status   {STATUS_MARK.get(state.status, '')} {state.status}",
+        f"stage    {state.current_stage}",
+        f"loops    {state.total_iterations}/{state.max_iterations}"
+        + ("  (" + ", ".join(f"{k} {v}" for k, v in state.iterations.items()) + ")" if state.iterations else ""),
+    ]
+    if state.failure_reason:
+        lines.append(f"reason   {state.failure_reason}")
+    if state.concerns:
+        shown = state.concerns[-10:]
+        lines.append("concerns " + ("" if len(shown) == len(state.concerns) else f"(last {len(shown)} of {len(state.concerns)}) ")
+                     + "; ".join(f"{c.stage}: {c.text}" for c in shown))
+    if state.status == "blocked" and state.blocked is not None:
+        lines.append(f"blocked  {state.blocked.kind} at {state.blocked.stage}: {state.blocked.reason}")
+        lines.append(f"to do    {state.blocked.fix}")
+    total = state.usage.total
+    if total.total_tokens or total.cost_usd:
+        lines.append(f"usage    {total.total_tokens} tokens, {cost_text(total)}")
+    if state.interview is not None:
+        iv = state.interview
+        against = {
+            "above": "not yet",
+            "early": f"below threshold; the interview may stop from round {EARLY_EXIT_FROM_ROUND}",
+            "below": "below threshold",
+            "accepted": "above threshold, accepted by the user",
+        }[threshold_standing(iv)]
+        lines.append(
+            f"interview round {iv.rounds}, ambiguity {iv.ambiguity:.2f} vs threshold {iv.threshold:.2f} ({against})"
+        )
+        if iv.topology:
+            lines.append("         topology: " + ", ".join(iv.topology))
+    lines.append("")
+    for mark, sid, note in stage_marks(state, loop):
+        lines.append(f"  {mark} {sid}" + (f"  — {note}" if note else ""))
+    if state.history:
+        shown = state.history[-history_tail:] if history_tail else state.history
+        skipped = len(state.history) - len(shown)
+        lines.append("")
+        lines.append(f"history ({len(state.history)} entries" + (f", last {len(shown)}" if skipped else "") + ")")
+        for e in shown:
+            mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
+            extra = f" [{e.agent}]" if e.agent else ""
+            why = f" — {e.reason}" if e.reason else ""
+            if e.failure and e.failure != "recoverable":
+                why += f" [{e.failure}]"
+            lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
+    if criteria:
+        lines += ["", "before done (acceptance criteria, regression suite)"] + [f"  {c}" for c in criteria]
+    if question:
+        lines += ["", f"{AWAITING} waiting for your answer:", question]
+    return "\n".join(lines)
+
+
+def render_simulation(result: dict) -> str:
+    """``odin simulate``'s summary: the path, the outcome and the loopbacks (``loopbacks 1 (test 1)``)."""
+    iterations = result.get("iterations") or {}
+    failure = result.get("failure_reason")
+    return "\n".join([
+        "path       " + " → ".join(result.get("path", [])),
+        f"status     {result.get('status')}" + (f" ({failure})" if failure else ""),
+        f"loopbacks  {result.get('total_iterations', 0)}"
+        + ("  (" + ", ".join(f"{k} {v}" for k, v in iterations.items()) + ")" if iterations else ""),
+    ])
+
+
+def render_runs(states: list[RunState], damaged: list | None = None) -> str:
+    """The runs table; ``damaged``: ``(run_id, RunCorrupt)`` of the runs that cannot be read, listed too."""
+    damaged = list(damaged or [])
+    if not states and not damaged:
+        return "no runs yet — start one with `odin run LOOP --task TEXT`"
+    rows = [("", "run", "status", "stage", "loops", "task")]
+    for run_id, exc in reversed(damaged):  # newest first, as the readable runs
+        known = exc.last_known
+        blocks = exc.may_be_active
+        rows.append((
+            "!" if blocks else "",
+            run_id,
+            "damaged" + (" (abandoned)" if exc.abandoned else ""),
+            known.current_stage if known else "?",
+            f"{known.total_iterations}/{known.max_iterations}" if known else "?",
+            _cut(one_line(known.task), 50) if known else "?",
+        ))
+    for s in states:
+        rows.append((
+            "*" if s.active else "",
+            s.run_id + (" (dry)" if s.dry is not None else ""),
+            s.status,
+            s.current_stage,
+            f"{s.total_iterations}/{s.max_iterations}",
+            _cut(one_line(s.task), 50),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    table = "\n".join(
+        ("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5]).rstrip() for r in rows
+    )
+    if any(s.active for s in states):
+        table += "\n\n* the active run (a project has at most one)"
+    if any(exc.may_be_active for _, exc in damaged):
+        table += ("\n\n! a damaged run that may still be active: it blocks a new run until you give it up "
+                  "(`odin abandon`) or move its directory away")
+    return table
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def format_event(event: EngineEvent) -> str | None:
+    """One line for a live view, or None for events not worth a line."""
+    k, st, text = event.kind, event.stage, event.text
+    if k == "run_started":
+        return f"▶ run {event.run_id} started ({text})"
+    if k == "stage_started":
+        agent = event.data.get("agent")
+        how = f" [{agent}]" if agent and agent != "inline" else ""
+        step = " (step)" if event.data.get("step") else ""
+        return f"▶ {st}{how}{step}"
+    if k == "worker":
+        return f"    {event.data.get('kind', 'text')}: {text}"
+    if k == "gate_command":
+        d = event.data
+        result = "timed out" if d.get("timed_out") else f"exit {d.get('exit_code')}"
+        return f"    $ {text}  → {result} ({d.get('duration_s', 0):.1f}s)"
+    if k == "gate_passed":
+        return f"  {PASSED} {st} gate passed ({text})"
+    if k == "gate_failed":
+        if not event.data.get("loops_back", True):  # the run failed or is blocked: the next line says so
+            return f"  {LOOPED} {st} gate failed: {text}"
+        return f"  {LOOPED} {st} gate failed: {text} → {event.data.get('next_stage')}"
+    if k == "paused":
+        return text
+    if k == "approved":
+        return f"  {PASSED} {text}"
+    if k == "revised":
+        return f"↻ {st}: revising with feedback: {text}"
+    if k == "stopped":
+        return f"■ {text}"
+    if k == "done":
+        return f"✅ {text}"
+    if k == "failed":
+        return f"❌ run failed: {text}"
+    if k == "abandoned":
+        return f"✖ {text}"
+    if k == "reopened":
+        return f"↺ {text}"
+    if k == "notice":
+        return f"note: {text}"
+    if k == "question":
+        return text
+    if k == "awaiting_answer":
+        return f"{AWAITING} {text}"
+    if k == "blocked":
+        return f"⛔ {text}"
+    if k in ("reverted", "forked"):
+        return f"↶ {text}"
+    if k == "unblocked":
+        return f"▶ {text}"
+    if k == "completion":  # the checks before done: a line per criterion and the suite
+        return "  before done:\n" + "\n".join(f"    {line}" for line in text.splitlines())
+    return None

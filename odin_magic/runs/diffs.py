@@ -1,0 +1,129 @@
+"""What a stage execution changed, as a unified diff: ``odin diff``, ``%odin diff`` and the approval panel.
+
+A stage execution is a history entry that carries checkpoints (see
+:mod:`odin_magic.runs.checkpoints`): its number N (1-based, the ``evaluation`` number of
+its gate evidence), or a stage id (its latest execution), or
+nothing (the latest execution: at a pause, the paused stage's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from odin_magic.runs.checkpoints import Change, Checkpoints
+from odin_magic.core.errors import UsageError
+from odin_magic.runs.state import HistoryEntry, RunState
+
+
+
+def select_execution(state: RunState, selector: str | None) -> tuple[int, HistoryEntry]:
+    """(N, entry) of the stage execution ``selector`` names; a :class:`UsageError` when there is none."""
+    executions = [(n, e) for n, e in enumerate(state.history, start=1) if e.checkpoint]
+    if not executions:
+        raise UsageError(f"run {state.run_id} has no recorded stage execution with checkpoints",
+                         hint="checkpoints are recorded from the first stage a run executes (odin status shows the history)")
+    if selector is None or selector == "":
+        return executions[-1]
+    if selector.isdigit():
+        n = int(selector)
+        for number, entry in executions:
+            if number == n:
+                return number, entry
+        numbers = ", ".join(str(k) for k, _ in executions[-10:])
+        raise UsageError(f"run {state.run_id} has no stage execution {n} (it has {len(state.history)} history entries)",
+                         hint=f"executions with checkpoints: {numbers}; `odin status` lists the history")
+    matching = [(n, e) for n, e in executions if e.stage == selector]
+    if not matching:
+        stages = ", ".join(dict.fromkeys(e.stage for _, e in executions))
+        raise UsageError(f"stage {selector!r} has no recorded execution in run {state.run_id}",
+                         hint=f"stages executed: {stages}; or give an execution number N")
+    return matching[-1]
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    change: Change
+    text: str  # this file's part of the unified diff
+
+
+def split_diff(text: str) -> dict[str, str]:
+    """A unified diff cut into its files, keyed by path (no renames: git names the same path on both sides)."""
+    out: dict[str, str] = {}
+    current: list[str] = []
+    path = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            if path is not None:
+                out[path] = "".join(current)
+            current = [line]
+            path = _header_path(line[len("diff --git "):].rstrip("\n"))
+        else:
+            current.append(line)
+    if path is not None:
+        out[path] = "".join(current)
+    return out
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _header_path(rest: str) -> str:
+    """The path of a ``diff --git`` header: ``a/X b/X``, or both quoted the C way when X has a quote, a
+    backslash or a control character in it (octal escapes for bytes; with git's default core.quotePath,
+    which the checkpoint store turns off, also for every byte of a non-ASCII letter)."""
+    if not rest.startswith('"'):
+        half = len(rest) // 2  # "a/X b/X": the same path twice, so spaces in X do no harm
+        return rest[half + 1:][2:] if rest[half] == " " else rest.split(" b/", 1)[-1]
+    raw = bytearray()
+    i = 1
+    while i < len(rest) and rest[i] != '"':
+        if rest[i] == "\\" and i + 1 < len(rest):
+            nxt = rest[i + 1]
+            if nxt in "01234567":
+                raw.append(int(rest[i + 1:i + 4], 8))
+                i += 4
+                continue
+            raw.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        raw += rest[i].encode("utf-8", "surrogateescape")
+        i += 1
+    return raw.decode("utf-8", "surrogateescape")[2:]  # "a/..."
+
+
+@dataclass
+class StageDiff:
+    """One stage execution's changes: a summary line per file and the unified diff."""
+
+    run_id: str
+    number: int
+    stage: str
+    before: str
+    after: str
+    files: list[FileDiff] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"run {self.run_id}, execution {self.number}: stage {self.stage}"
+
+    def summary(self) -> str:
+        if not self.files:
+            return "no files changed"
+        return "\n".join(f.change.describe() for f in self.files)
+
+    def text(self) -> str:
+        head = f"{self.title} ({len(self.files)} file(s) changed)"
+        body = "".join(f.text for f in self.files)
+        return head + "\n" + (self.summary() if not body else body.rstrip("\n"))
+
+
+def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None) -> StageDiff:
+    number, entry = select_execution(state, selector)
+    before, after = entry.checkpoint, entry.after or entry.checkpoint
+    checkpoints.require(before)
+    checkpoints.require(after)
+    changes = checkpoints.changes(before, after)
+    parts = split_diff(checkpoints.diff(before, after, errors="surrogateescape")) if changes else {}
+    parts = {path: text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for path, text in parts.items()}
+    files = [FileDiff(c, parts.get(c.path, "")) for c in changes]
+    return StageDiff(state.run_id, number, entry.stage, before, after, files)

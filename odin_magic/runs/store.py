@@ -1,0 +1,780 @@
+"""Run storage: run dirs, the append-only event log, state.json, and locks.
+
+Layout (see ``docs/engine.md``)::
+
+    <project>/.odin-loop/
+        .gitignore              "*" (custom loops in loops/ are re-included)
+        project.lock            held while a run is created
+        runs/<run-id>/
+            events.jsonl        the authoritative, append-only event log
+            state.json          a cache: the fold of the log up to ``log_seq``
+            loop.json           the loop as it was when the run started
+            driver.lock         held by the one process driving the run
+            driver.json         who holds driver.lock (pid, host, command, since)
+            gates/evidence.jsonl     the evidence of every gate evaluation, a line each
+
+Every record of the log is one JSON line ``{"seq", "at", "type", ...}`` written
+with one ``write`` and one fsync: that is the one fsync of a transition. The
+run's state is a pure fold of the records (:func:`apply`). state.json is a
+cache of the fold, replaced atomically and carrying ``log_seq``; the driver
+refreshes it at every pause, end and stop and periodically in between
+(:meth:`RunHandle.refresh_due`), so it is usually a few records behind the log
+while a run is driven or after a crash. A reader that finds it behind folds in
+the records after ``log_seq``, read from the log's end (the normal path, not
+damage); one that is missing, corrupt or ahead is rebuilt from the whole log
+and reported. A torn last line (a crash in the middle of an append) is ignored
+by readers and cut off by the next driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import filelock
+from pydantic import ValidationError
+
+from odin_magic.core.errors import OdinError, RunLocked
+from odin_magic.runs.evidence import EvidenceLog
+from odin_magic.loop.schema import NAME_RE
+from odin_magic.core.processes import reap_orphans
+from odin_magic.core.secrets import redact, redact_text
+from odin_magic.runs.statefile import read_state, state_json_pieces
+from odin_magic.runs.state import (
+    Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
+)
+
+LOG_NAME = "events.jsonl"
+STATE_NAME = "state.json"
+ABANDONED_MARK = "abandoned.json"  # beside a damaged run the user gave up: it no longer blocks a new one
+LOOP_NAME = "loop.json"
+DRIVER_NAME = "driver.json"
+GITIGNORE_TEXT = (
+    "# Written by odin-magic: run scaffolding never leaks into a commit.\n"
+    "*\n"
+    "!.gitignore\n"
+    "# custom loops are yours to commit\n"
+    "!loops/\n"
+    "!loops/**\n"
+)
+
+#: state fields an event may set through its ``set`` object (``iterations``,
+#: ``artifacts`` and ``dry_used`` are merged key by key; ``dry_gates``, written by
+#: earlier versions, replaces the dry script with what remained of it).
+SETTABLE = (
+    "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
+    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "dry_used", "blocked", "repeats", "checkpoint",
+    "tree", "forked_from", "forked_to",
+)
+
+#: settable fields that hold a model (validated as they are folded in; None clears them)
+_MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpoint}
+
+#: A driver refreshes state.json between pauses when it is this many records
+#: behind the log or this many seconds old, whichever comes first, provided the
+#: log has grown by at least state.json's size since the last refresh (so that
+#: rewriting state.json never costs more bytes than the log itself: constant
+#: per transition, however long the history).
+REFRESH_RECORDS = 1000
+REFRESH_SECONDS = 2.0
+
+
+class RunCorrupt(OdinError):
+    """A run that cannot be read: damage in its event log (not a torn last line), a log that is
+    gone or empty beside a state.json, a state.json that cannot be replaced, ...
+
+    :meth:`RunStore.load` adds what is known of the run: its state.json's last word, and whether
+    the user abandoned the damaged run (``abandoned.json``). A damaged run whose state.json last
+    said it was active blocks a new one until it is abandoned or moved away.
+    """
+
+    last_known: RunState | None = None
+    abandoned: bool = False
+
+    @property
+    def may_be_active(self) -> bool:
+        """Its state.json's last word was an active status, and the user has not abandoned it."""
+        return not self.abandoned and self.last_known is not None and self.last_known.active
+
+
+class RunNotFound(OdinError):
+    pass
+
+
+# -- the fold ---------------------------------------------------------------
+
+
+def is_record(value: Any) -> bool:
+    """An event record's shape: a JSON object with an integer ``seq`` and a string ``type``."""
+    return (isinstance(value, dict) and isinstance(value.get("seq"), int)
+            and not isinstance(value.get("seq"), bool) and isinstance(value.get("type"), str))
+
+
+def apply(state: RunState | None, record: dict[str, Any]) -> RunState:
+    """Fold one event-log record into ``state`` (mutated and returned).
+
+    A record that cannot be folded (a hand-edited log) is :class:`RunCorrupt`.
+    """
+    try:
+        return _apply(state, record)
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        if isinstance(exc, KeyError):
+            detail = f"field {exc} is missing"
+        elif isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        else:
+            detail = str(exc).splitlines()[0]
+        raise RunCorrupt(
+            f"event {record.get('seq')} ({record.get('type')}) of the event log cannot be applied: {detail}",
+            hint="the log is append-only; restore it from a backup, or move the run's directory away",
+        ) from None
+
+
+def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
+    kind = record["type"]
+    if kind == "created":
+        dry = record.get("dry")
+        state = RunState(
+            run_id=record["run_id"],
+            loop=record["loop"],
+            task=record["task"],
+            started_at=record["started_at"],
+            current_stage=record["current_stage"],
+            max_iterations=record["max_iterations"],
+            dry=DryOptions.model_validate(dry) if dry is not None else None,
+        )
+    elif state is None:
+        raise RunCorrupt(f"event log starts with {kind!r}, not 'created'")
+    for key, value in (record.get("set") or {}).items():
+        if key == "iterations":
+            state.iterations.update(value)
+        elif key == "artifacts":
+            state.artifacts.update(value)
+        elif key == "dry_gates":  # an earlier version's record: the remaining script
+            if state.dry is not None:
+                state.dry.gates = list(value)
+                state.dry.used = {}
+        elif key == "dry_used":  # how many scripted failures of a stage are consumed
+            if state.dry is not None:
+                state.dry.used.update(value)
+        elif key in _MODELLED:
+            setattr(state, key, None if value is None else _MODELLED[key].model_validate(value))
+        elif key in SETTABLE:
+            setattr(state, key, value)
+    if "usage" in record:
+        state.usage = state.usage.add(record.get("stage") or "-", Usage.model_validate(record["usage"]))
+    if "entry" in record:
+        state.history.append(HistoryEntry.model_validate(record["entry"]))
+    for entry in record.get("entries") or ():  # a fork's inherited history
+        state.history.append(HistoryEntry.model_validate(entry))
+    if "interview" in record:
+        state.interview = InterviewSummary.model_validate(record["interview"])
+    for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward
+        state.concerns.append(Concern.model_validate(concern))
+    state.log_seq = record["seq"]
+    return state
+
+
+def fold(records: Iterable[dict[str, Any]], state: RunState | None = None,
+         source: Path | None = None) -> RunState | None:
+    """Fold ``records`` into ``state``; ``source`` (the log) is named when one cannot be applied."""
+    try:
+        for record in records:
+            state = apply(state, record)
+    except RunCorrupt as exc:
+        if source is None:
+            raise
+        raise RunCorrupt(f"{source}: {exc.message}", hint=exc.hint) from None
+    return state
+
+
+# -- the log ----------------------------------------------------------------
+
+
+def read_log(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
+    """All complete records, the byte length they span, and whether a torn tail follows."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], 0, False
+    end = data.rfind(b"\n") + 1
+    records = [_parse_line(path, lineno, line) for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1)]
+    return records, end, end != len(data)
+
+
+def iter_log(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete records of a log, in order, each parsed as it is read (a torn last line is left out;
+    nothing for a missing log). Folding them as they come costs the memory of one record, not of the log.
+
+    :class:`RunCorrupt` names a line that is not a record."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # a torn last line (a crash in the middle of an append)
+            yield _parse_line(path, lineno, line)
+
+
+def _parse_line(path: Path, lineno: int | str, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise _not_a_record(path, lineno, str(exc)) from None
+    if not is_record(record):
+        raise _not_a_record(path, lineno, 'not an object with an integer "seq" and a string "type"')
+    return record
+
+
+def _not_a_record(path: Path, lineno: int | str, why: str) -> RunCorrupt:
+    return RunCorrupt(
+        f"{path}: {lineno if isinstance(lineno, str) else f'line {lineno}'} is not a valid event record ({why})",
+        hint="the log is append-only; restore it from a backup, or move the run's directory away",
+    )
+
+
+def _lines_from_end(path: Path, block: int) -> Iterator[bytes]:
+    """The complete lines of a log, last first, read from its end (a torn last line is skipped).
+
+    Nothing for a missing log or one without a complete line."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        pos = f.seek(0, os.SEEK_END)
+        rest = b""  # read but not yielded yet; once ``complete``, it ends where a line ends
+        complete = False
+        while pos > 0:
+            n = min(block, pos)
+            pos -= n
+            f.seek(pos)
+            rest = f.read(n) + rest
+            if not complete:
+                end = rest.rfind(b"\n")
+                if end == -1:
+                    continue
+                rest, complete = rest[:end], True
+            cut = rest.rfind(b"\n")
+            while cut != -1:
+                yield rest[cut + 1:]
+                rest = rest[:cut]
+                cut = rest.rfind(b"\n")
+        if complete:
+            yield rest  # the log's first line
+
+
+def _parse_from_end(path: Path, line: bytes) -> dict[str, Any]:
+    return _parse_line(path, "a line near its end", line)
+
+
+def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
+    """The last complete record of a log, reading from its end only.
+
+    None when the log is missing or holds no complete line; :class:`RunCorrupt`
+    when its last complete line is not a record.
+    """
+    for line in _lines_from_end(path, block):
+        return _parse_from_end(path, line)
+    return None
+
+
+def records_after(path: Path, seq: int, block: int = 65536) -> list[dict[str, Any]]:
+    """The complete records whose ``seq`` is greater than ``seq``, in order, read from the log's end.
+
+    The cost is that of the records returned, not of the log: this is how a
+    reader brings a state.json that is behind up to date."""
+    out = []
+    for line in _lines_from_end(path, block):
+        record = _parse_from_end(path, line)
+        if record["seq"] <= seq:
+            break
+        out.append(record)
+    out.reverse()
+    return out
+
+
+def cut_torn_tail(path: Path, block: int = 65536) -> bool:
+    """Cut off a torn last line (a crash in the middle of an append), reading only the log's end.
+
+    True when something was cut."""
+    with open(path, "r+b") as f:
+        pos = size = f.seek(0, os.SEEK_END)
+        good = 0
+        while pos > 0:
+            n = min(block, pos)
+            pos -= n
+            f.seek(pos)
+            chunk = f.read(n)
+            i = chunk.rfind(b"\n")
+            if i != -1:
+                good = pos + i + 1
+                break
+        if good == size:
+            return False
+        f.truncate(good)
+        os.fsync(f.fileno())
+        return True
+
+
+def _sync(fd: int) -> None:
+    """Make an append durable: data and the size needed to read it back (fdatasync where there is one)."""
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
+
+
+def write_atomic(path: Path, text: str | Iterable[str]) -> int:
+    """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``);
+    the number of characters written.
+
+    ``text`` may come in pieces (see :func:`odin_magic.runs.statefile.state_json_pieces`) so that a large file
+    is never whole in memory; a piece must not cut a secret's value in two (a JSON document cut between
+    two values never does).
+
+    A crash leaves the old file or the new one, never half of one; the temp
+    file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
+    The file gets the mode any program's new file gets (0666 less the umask),
+    or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
+    No configured secret's value is written (:mod:`odin_magic.core.secrets`).
+    """
+    written = 0
+    fd, tmp = _create_temp(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for piece in [text] if isinstance(text, str) else text:
+                written += f.write(redact_text(piece))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """An exclusive new temp file beside ``path``, with ``path``'s mode or the umask's."""
+    try:
+        keep = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        keep = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask, as for any new file
+        except FileExistsError:
+            continue
+        if keep is not None:
+            try:
+                os.fchmod(fd, keep)
+            except OSError:
+                pass
+        return fd, tmp
+    raise FileExistsError(f"no free temp name beside {path}")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- reading a run ----------------------------------------------------------
+
+
+@dataclass
+class Loaded:
+    state: RunState
+    notice: str | None = None  # set when state.json had to be rebuilt from the log
+    saved_seq: int | None = None  # the log_seq state.json holds (None: it holds none that can be used)
+
+
+def load_run(run_dir: Path, driving: bool = False) -> Loaded:
+    """Read a run's state without writing anything (safe while another process drives it).
+
+    state.json is read once. Behind the log (a driver between refreshes, or one
+    that was killed) is the normal case: the records after its ``log_seq`` are
+    read from the log's end and folded in, and nothing is reported. Missing,
+    corrupt or ahead of the log, the state is rebuilt from the whole log and
+    the :class:`Loaded` carries a notice. ``driving``: the caller holds the
+    run's lock and will replace state.json (one it never could, a directory, is
+    :class:`RunCorrupt`).
+    """
+    log_path = run_dir / LOG_NAME
+    last = last_record(log_path)
+    if last is None:
+        raise RunNotFound(f"{run_dir} holds no run (its event log is missing or empty)")
+    cached: RunState | None = None
+    problem = None
+    state_path = run_dir / STATE_NAME
+    if driving and state_path.is_dir():  # it could never be replaced by the state this driver saves
+        raise RunCorrupt(f"{state_path} is a directory, not the run's state file",
+                         hint=f"move it away (e.g. `mv {state_path} {state_path}.bad`): the state is rebuilt "
+                              "from the event log")
+    try:
+        cached = read_state(state_path)
+    except FileNotFoundError:
+        problem = "state.json was missing"
+    except ValueError:
+        problem = "state.json was corrupt"
+    except OSError as exc:  # a directory, unreadable, a symlink loop, ...
+        problem = f"state.json could not be read ({exc.strerror or exc})"
+    if cached is not None:
+        saved = cached.log_seq
+        if saved == last["seq"]:
+            return Loaded(cached, saved_seq=saved)
+        if saved < last["seq"]:
+            state = fold(records_after(log_path, saved), cached, log_path)
+            return Loaded(state, saved_seq=saved)
+        problem = f"state.json was ahead of the event log (seq {cached.log_seq} > {last['seq']})"
+    state = fold(iter_log(log_path), source=log_path)  # record by record: the log is never all in memory
+    assert state is not None
+    return Loaded(state, f"{problem}; run {state.run_id} rebuilt from its event log ({state.log_seq} events)")
+
+
+# -- locks ------------------------------------------------------------------
+
+
+def _holder_text(sidecar: Path) -> str:
+    try:
+        info = json.loads(sidecar.read_text(encoding="utf-8"))
+        return (
+            f"pid {info.get('pid')} on {info.get('host')} "
+            f"(`{info.get('command')}`) since {info.get('since')}"
+        )
+    except (OSError, ValueError):
+        return "another process (its details could not be read)"
+
+
+class RunLock:
+    """The one-driver-per-run lock, with a sidecar naming the holder."""
+
+    def __init__(self, run_dir: Path, run_id: str):
+        self.run_id = run_id
+        self.sidecar = run_dir / DRIVER_NAME
+        self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
+
+    def acquire(self, command: str, since: str) -> None:
+        try:
+            self._lock.acquire(timeout=0)
+        except filelock.Timeout:
+            raise RunLocked(
+                f"run {self.run_id} is being driven by {_holder_text(self.sidecar)}",
+                hint="only one process drives a run at a time: wait for it to pause or finish, or stop it there",
+            ) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": since}
+        write_atomic(self.sidecar, json.dumps(info))
+
+    def release(self) -> None:
+        try:
+            self.sidecar.unlink(missing_ok=True)
+        finally:
+            self._lock.release()
+
+
+# -- a run held by its driver ----------------------------------------------
+
+
+class RunHandle:
+    """A run opened for driving: holds the run lock and appends to the log.
+
+    Each :meth:`record` is one append and one fsync. state.json is refreshed by
+    :meth:`save` when asked, when :meth:`refresh_due` says so, and on
+    :meth:`close` (the end of every drive: a pause, the end of the run, a stop).
+    """
+
+    def __init__(self, run_dir: Path, state: RunState | None, lock: RunLock, saved_seq: int | None = None,
+                 refresh_records: int = REFRESH_RECORDS, refresh_seconds: float = REFRESH_SECONDS):
+        self.run_dir = run_dir
+        self.state = state
+        self._lock = lock
+        self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
+        # gate evidence, appended before the gate record that names it; a line no record names is cut off
+        last = next((e.evidence for e in reversed(state.history) if e.evidence), None) if state is not None else None
+        self.evidence = EvidenceLog(run_dir, last, cut_unnamed=True)
+        self.refresh_records = refresh_records
+        self.refresh_seconds = refresh_seconds
+        # the log_seq state.json holds: behind the state when the run was opened from a log that had grown since
+        self._saved_seq = saved_seq if saved_seq is not None else -1 if state is not None else 0
+        self._saved_at = time.monotonic()
+        self._appended = 0  # log bytes appended since state.json was last written
+        try:
+            self._state_bytes = (run_dir / STATE_NAME).stat().st_size
+        except OSError:
+            self._state_bytes = 0
+        self.closed = False
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    def record(self, type: str, at: str, *, save: bool | None = None, sync: bool = True,
+               **fields: Any) -> dict[str, Any]:
+        """Append one event (one write, one fsync) and fold it into the state.
+
+        ``save``: True refreshes state.json now, False never here, None (the
+        default) when the record pauses or ends the run (any status but
+        ``running``), else when :meth:`refresh_due`. ``sync=False`` skips the fsync for a
+        record that the next synced one makes durable with it (the same file,
+        appended in order): a process crash loses nothing written; a power cut
+        may lose it along with the transition it begins. A handle opened on a
+        new run (state None) first records its ``created`` event. No configured
+        secret's value reaches the log or the state (:mod:`odin_magic.core.secrets`)."""
+        fields = redact(fields)
+        seq = self.state.log_seq + 1 if self.state is not None else 1
+        record = {"seq": seq, "at": at, "type": type, **fields}
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        self._log.write(line)
+        if sync:
+            _sync(self._log.fileno())
+        self._appended += len(line)
+        self.state = apply(self.state, record)
+        if save or (save is None and (self.state.status != "running" or self.refresh_due())):
+            self.save()  # a pause or an end is saved before it is announced; a running run when due
+        return record
+
+    def refresh_due(self) -> bool:
+        """state.json is due a refresh: ``refresh_records`` behind or ``refresh_seconds`` old,
+        and the log has grown by state.json's size since it was written (amortised: constant bytes per record)."""
+        behind = self.state.log_seq - self._saved_seq
+        if behind <= 0 or self._appended < self._state_bytes:
+            return False
+        return behind >= self.refresh_records or time.monotonic() - self._saved_at >= self.refresh_seconds
+
+    def save(self) -> None:
+        """Bring state.json up to date with the log (atomically)."""
+        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state))  # never whole in memory
+        self._saved_seq = self.state.log_seq
+        self._saved_at = time.monotonic()
+        self._appended = 0
+        self._state_bytes = written
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.state is not None and self._saved_seq != self.state.log_seq:
+                self.save()
+        finally:
+            try:
+                self._log.close()
+                self.evidence.close()
+            finally:
+                self._lock.release()
+
+
+# -- the store --------------------------------------------------------------
+
+
+class RunStore:
+    def __init__(self, project_dir: Path):
+        self.project_dir = Path(project_dir).resolve()
+        self.root = self.project_dir / ".odin-loop"
+        self.runs_dir = self.root / "runs"
+
+    def ensure_layout(self) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        gitignore = self.root / ".gitignore"
+        if not gitignore.exists():
+            write_atomic(gitignore, GITIGNORE_TEXT)
+
+    def run_dir(self, run_id: str) -> Path:
+        """The directory of run ``run_id``. A run id is a plain name (``20260101-120000-tiny``), never a
+        path: ``../x``, ``/abs`` or a name with a separator or control character is :class:`RunNotFound`."""
+        if not (isinstance(run_id, str) and NAME_RE.fullmatch(run_id)):  # so never '.', '..' or a path
+            raise RunNotFound(
+                f"{run_id!r} is not a run id: a run id is a plain name such as 20260101-120000-tiny, not a path",
+                hint="`odin runs` lists the runs",
+            )
+        return self.runs_dir / run_id
+
+    def _existing_run_dir(self, run_id: str) -> Path:
+        """The run's directory; :class:`RunNotFound` when it holds no run, :class:`RunCorrupt` when
+        its event log is gone or empty though the run's state is there."""
+        d = self.run_dir(run_id)
+        if _lost_log(d):
+            raise self._damage(d, RunCorrupt(
+                f"{d}: the run's event log ({LOG_NAME}) is missing or empty, so its state cannot be trusted",
+                hint=f"restore {LOG_NAME} from a backup; or give the run up with `odin abandon` "
+                     f"(its files stay), or move {d} away",
+            ))
+        if not (d / LOG_NAME).is_file():
+            raise RunNotFound(f"no run {run_id!r} in {self.runs_dir}", hint="`odin runs` lists the runs")
+        return d
+
+    def run_ids(self) -> list[str]:
+        """Ids of every run whose event log has begun (an unreadable one included), and of every run
+        whose log was lost beside its state (a damaged run), oldest first."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(d.name for d in self.runs_dir.iterdir()
+                      if NAME_RE.fullmatch(d.name) and (_started(d / LOG_NAME) or _lost_log(d)))
+
+    def began(self, run_id: str) -> bool:
+        """True when run ``run_id``'s event log holds a record (a creation cut short before it did not)."""
+        return _started(self.run_dir(run_id) / LOG_NAME)
+
+    def load(self, run_id: str) -> Loaded:
+        d = self._existing_run_dir(run_id)
+        try:
+            return load_run(d)
+        except RunCorrupt as exc:
+            raise self._damage(d, exc) from None
+
+    @staticmethod
+    def _damage(d: Path, exc: RunCorrupt) -> RunCorrupt:
+        """``exc``, with what is known of the damaged run: state.json's last word, and an abandon mark."""
+        try:
+            exc.last_known = read_state(d / STATE_NAME)
+        except (OSError, ValueError):
+            exc.last_known = None
+        exc.abandoned = (d / ABANDONED_MARK).is_file()
+        return exc
+
+    def mark_abandoned(self, run_id: str, at: str, command: str) -> None:
+        """Give up a damaged run: a mark beside it (its log is not written: it cannot be trusted)."""
+        write_atomic(self.run_dir(run_id) / ABANDONED_MARK,
+                     json.dumps({"abandoned_at": at, "command": command}, indent=1))
+
+    def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
+        """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
+        (with its id) and skipped, so that one damaged run does not hide the others."""
+        for run_id in self.run_ids():
+            try:
+                loaded = self.load(run_id)
+            except RunNotFound:
+                continue
+            except RunCorrupt as exc:
+                if unreadable is None:
+                    raise
+                unreadable(run_id, exc)
+                continue
+            yield loaded
+
+    def project_lock(self) -> filelock.FileLock:
+        self.ensure_layout()
+        return filelock.FileLock(str(self.root / "project.lock"), timeout=30, thread_local=False)
+
+    def new_run_id(self, started: datetime, loop_name: str) -> str:
+        base = f"{started:%Y%m%d-%H%M%S}-{loop_name}"
+        run_id, n = base, 1
+        while True:
+            d = self.run_dir(run_id)
+            if not _started(d / LOG_NAME) and not _lost_log(d):
+                return run_id  # free, or a creation that crashed before its first event
+            n += 1
+            run_id = f"{base}-{n}"
+
+    def create(self, created: dict[str, Any], loop_data: dict, at: str, command: str) -> RunHandle:
+        """Create a run from its ``created`` event; the caller holds the project lock."""
+        run_id = created["run_id"]
+        d = self.run_dir(run_id)
+        d.mkdir(parents=True, exist_ok=True)
+        for stale in (LOG_NAME, STATE_NAME):
+            (d / stale).unlink(missing_ok=True)
+        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1))
+        (d / LOG_NAME).touch()
+        _fsync_dir(d)
+        lock = RunLock(d, run_id)
+        lock.acquire(command, at)
+        try:
+            handle = RunHandle(d, None, lock)
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            handle.record("created", at, save=True, **created)  # the first record is folded from nothing
+            _fsync_dir(self.runs_dir)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the record's failure is the one to tell
+                handle.close()  # the lock goes with it
+            raise
+        return handle
+
+    def open(self, run_id: str, command: str, at: str, known: Loaded | None = None) -> tuple[RunHandle, str | None]:
+        """Open a run for driving: take its lock, cut a torn tail, bring the state up to date.
+
+        Only the log's end is read. ``known``: the run as the caller just loaded
+        it; used as is when it needed no repair and the log has not grown since,
+        so state.json is read once.
+        """
+        d = self._existing_run_dir(run_id)
+        lock = RunLock(d, run_id)
+        lock.acquire(command, at)
+        try:
+            for stale in d.glob(".*.tmp"):  # atomic writes cut short by a crash
+                stale.unlink(missing_ok=True)
+            notices = reap_orphans(d)  # commands a dead driver left running: killed before anything re-runs
+            log_path = d / LOG_NAME
+            if cut_torn_tail(log_path):
+                notices.append("the event log ended in a torn record (a crash mid-write); it was cut off")
+            last = last_record(log_path)
+            if known is not None and known.notice is None and last is not None and known.state.log_seq == last["seq"]:
+                loaded = known
+            else:
+                loaded = load_run(d, driving=True)
+            if loaded.notice:
+                notices.append(loaded.notice)
+            handle = RunHandle(d, loaded.state, lock, saved_seq=loaded.saved_seq)
+        except BaseException:
+            lock.release()
+            raise
+        return handle, "; ".join(notices) or None
+
+    def loop_data(self, run_id: str) -> dict:
+        """The run's own copy of its loop (``loop.json``); missing or unreadable is :class:`RunCorrupt`."""
+        path = self.run_dir(run_id) / LOOP_NAME
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunCorrupt(
+                f"{path}: the run's copy of its loop cannot be read ({exc})",
+                hint="restore it from a backup, or move the run's directory away",
+            ) from None
+        if not isinstance(data, dict):
+            raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
+                             hint="restore it from a backup, or move the run's directory away")
+        return data
+
+
+def _lost_log(run_dir: Path) -> bool:
+    """A run's state is there but its event log is gone or empty: a damaged run, not a free id."""
+    return not _started(run_dir / LOG_NAME) and os.path.lexists(run_dir / STATE_NAME)
+
+
+def _started(log: Path) -> bool:
+    """True when a run's event log holds at least one complete line (a run exists there)."""
+    try:
+        with open(log, "rb") as f:
+            return any(b"\n" in chunk for chunk in iter(lambda: f.read(1 << 16), b""))
+    except OSError:  # missing, or not a file
+        return False
+
+
+def command_line() -> str:
+    """What this process was started as, for driver.json."""
+    prog = os.path.basename(sys.argv[0] or "python")
+    if prog in ("__main__.py", "odin"):  # python -m odin_magic, or the console script
+        prog = "odin"
+    return " ".join([prog, *sys.argv[1:]])[:200]

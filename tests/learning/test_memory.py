@@ -1,0 +1,169 @@
+"""Project memory (seed 002): what one run decided and learned reaches the next run's worker and judge,
+bounded; ``odin memory`` shows, removes and clears; ``memory: false`` turns it off."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.fake_messages import FakeMessages
+from odin_magic.learning import memory
+from odin_magic.cli import main
+from odin_magic.workers.config import Settings
+from odin_magic.engine.orchestrator import Engine
+from odin_magic.learning.memory import MEMORY_CHARS, Memory
+from odin_magic.runs.state import DryOptions
+from odin_magic.workers.claude import ClaudeWorker
+from odin_magic.workers.prompts import MEMORY_INTRO
+
+LOOP = """
+name: mem
+max_iterations: 4
+regression: false
+{extra}
+stages:
+  - id: build
+    produces: [docs/out.md]
+    gate: {{mode: ai, check: docs/out.md exists}}
+  - id: review
+    agent: reviewer
+    consumes: [docs/out.md]
+    produces: [docs/review.md]
+    gate: {{mode: ai+human, check: docs/review.md lists no blocking finding}}
+"""
+
+
+def worker(fake: FakeMessages) -> ClaudeWorker:
+    return ClaudeWorker(Settings(max_retries=0), client_factory=fake.factory(max_retries=0))
+
+
+def first_run(project, write_loop, extra: str = "") -> FakeMessages:
+    """A real run on the fake API: build fails its gate once, then passes; review is revised once, approved."""
+    write_loop(LOOP.format(extra=extra))
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "docs/out.md", "content": "out"}).reply("built")
+    fake.verdict(passed=False, reasons=["no error table"], blocking=["docs/out.md lacks the error table"])
+    fake.reply("added the error table")
+    fake.verdict(passed=True, reasons=["ok"])
+    fake.tool("write", {"file_path": "docs/review.md", "content": "fine"}).reply("reviewed")
+    fake.verdict(passed=True, reasons=["ok"])
+    fake.reply("review revised")
+    fake.verdict(passed=True, reasons=["ok"])
+    engine = Engine(project, worker=worker(fake))
+    assert engine.start("mem", "write the docs").status == "awaiting_approval"
+    assert engine.revise("list the error codes too").status == "awaiting_approval"
+    assert engine.approve().status == "done"
+    assert fake.pending == 0 and not fake.unexpected
+    return fake
+
+
+def second_run(project) -> FakeMessages:
+    fake = FakeMessages()
+    fake.reply("built")  # docs/out.md is still there from the first run
+    fake.verdict(passed=True, reasons=["ok"])
+    fake.reply("reviewed")
+    fake.verdict(passed=True, reasons=["ok"])
+    state = Engine(project, worker=worker(fake)).start("mem", "write more docs")
+    assert state.status == "awaiting_approval" and not fake.unexpected
+    return fake
+
+
+def test_a_run_writes_decisions_and_lessons_citing_run_and_stage(project, write_loop):
+    first_run(project, write_loop)
+    run_id = Engine(project).runs()[0].run_id
+    lessons = (project / ".odin-loop" / "memory" / "lessons.md").read_text()
+    decisions = (project / ".odin-loop" / "memory" / "decisions.md").read_text()
+    assert f"· lesson · stage build · run {run_id} ·" in lessons
+    assert "build failed its gate (docs/out.md lacks the error table); it passed on a retry." in lessons
+    assert f"· decision · stage review · run {run_id} ·" in decisions
+    assert '"list the error codes too"' in decisions and "approved review after that revision" in decisions
+
+
+def test_the_next_runs_worker_and_judge_requests_carry_the_memory(project, write_loop):
+    first_run(project, write_loop)
+    fake = second_run(project)
+    build_work, build_judge = fake.requests[0], fake.requests[1]
+    for request in (build_work, build_judge):
+        assert MEMORY_INTRO in request.text
+        assert "docs/out.md lacks the error table" in request.text
+    review_work = fake.bodies(purpose="work", stage="review")[0]
+    assert "list the error codes too" in review_work.text
+
+
+def test_what_a_stage_is_handed_is_bounded_and_relevant_first(project, write_loop):
+    first_run(project, write_loop)
+    noise = [memory._entry("lesson", f"other{n}", f"run-{n}", f"2099-01-01T00:00:{n % 60:02d}", "x" * 400)
+             for n in range(200)]
+    Memory(project).append(noise)
+    assert len(Memory(project).entries()) > 200
+    fake = second_run(project)
+    text = json.loads(fake.requests[0].text)["messages"][0]["content"][0]["text"]
+    handed = text.split(MEMORY_INTRO, 1)[1]
+    assert len(handed) <= MEMORY_CHARS + 10
+    # newer noise does not push out the entry about this very stage
+    assert handed.index("docs/out.md lacks the error table") < handed.index("x" * 50)
+
+
+def test_memory_false_writes_and_hands_nothing(project, write_loop):
+    Memory(project).append([memory._entry("lesson", "build", "old", "2020-01-01T00:00:00", "an old lesson")])
+    first_run(project, write_loop, extra="memory: false")
+    assert [e.text for e in Memory(project).entries()] == ["an old lesson"]
+    fake = second_run(project)
+    assert all("an old lesson" not in r.text for r in fake.requests)
+
+
+def test_a_dry_run_leaves_no_memory(project, write_loop):
+    write_loop(LOOP.format(extra=""))
+    Engine(project).start("mem", "try", dry=DryOptions(gates=["build:fail"], approve_all=True))
+    assert not (project / ".odin-loop" / "memory").exists()
+
+
+def capture(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_odin_memory_shows_removes_and_clears(project, write_loop, capsys):
+    first_run(project, write_loop)
+    code, out, _ = capture(capsys, "memory", "--project", str(project))
+    assert code == 0 and "lesson" in out and "decision" in out
+    lesson = Memory(project).entries("lesson")[0]
+    assert lesson.id in out
+    code, out, _ = capture(capsys, "memory", "remove", lesson.id, "--project", str(project))
+    assert code == 0 and lesson.id not in {e.id for e in Memory(project).entries()}
+    assert Memory(project).entries("decision")  # the other file is untouched
+    code, _, err = capture(capsys, "memory", "remove", "m-00000000", "--project", str(project))
+    assert code == 2 and "no memory entry" in err
+    code, _, err = capture(capsys, "memory", "clear", "--project", str(project))
+    assert code == 2 and "--force" in err and Memory(project).entries()
+    code, out, _ = capture(capsys, "memory", "clear", "--force", "--project", str(project))
+    assert code == 0 and Memory(project).entries() == []
+    code, out, _ = capture(capsys, "memory", "--json", "--project", str(project))
+    assert json.loads(out) == []
+
+
+def test_interview_answers_become_decisions_and_refine_counts_rounds(project):
+    """A real deep-interview run (the scripted interview model): its answers are decisions; refine counts its rounds."""
+    import textwrap
+
+    from test_interview_engine import LOOP as TALK, SCRIPT
+    from odin_magic.learning.refine import refine
+    from odin_magic.workers.scripted import ScriptedModel, load_script
+
+    (project / ".odin-loop" / "loops").mkdir(parents=True)
+    (project / ".odin-loop" / "loops" / "talk.yaml").write_text(textwrap.dedent(TALK))
+    (project / "script.yaml").write_text(textwrap.dedent(SCRIPT))
+    settings = Settings(model="claude-test", script=project / "script.yaml", max_retries=0)
+    fake = ScriptedModel(load_script(project / "script.yaml"))
+    engine = Engine(project, worker=ClaudeWorker(settings, client_factory=fake.client_factory(max_retries=0)))
+    engine.start("talk", "csv review")
+    for answer in ("confirm", "CSV from two banks", "yes, the accountant needs it", "the accountant, monthly",
+                   "by bank reference"):
+        state = engine.answer(answer)
+    assert engine.approve().status == "done"
+    decisions = (project / ".odin-loop" / "memory" / "decisions.md").read_text()
+    assert "Interview: Which formats arrive? -> CSV from two banks" in decisions
+    assert f"stage interview · run {state.run_id}" in decisions
+    assert refine(project, "talk", now="t").stats[0].interview_rounds == {state.run_id: 3}

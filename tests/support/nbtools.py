@@ -1,0 +1,177 @@
+"""Helpers for the notebook tests: a tiny test loop, and a real kernel driven over jupyter_client."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import sys
+import time
+from pathlib import Path
+
+TINY_LOOP = """\
+name: tiny
+version: 1
+description: A tiny loop for tests.
+max_iterations: 5
+stages:
+  - id: write
+    goal: Write the notes.
+    produces: [notes.md]
+    gate: {mode: ai, check: notes.md exists}
+  - id: review
+    goal: Review the notes.
+    agent: reviewer
+    consumes: [notes.md]
+    produces: [review.md]
+    gate: {mode: ai+human, check: no blocking findings, on_fail: write}
+  - id: finish
+    goal: Finish.
+    produces: [done.md]
+    gate: {mode: ai, check: done.md exists}
+"""
+
+from support import REPO
+NOTEBOOKS = REPO / "example_notebooks"
+INTERVIEW_SCRIPT = NOTEBOOKS / "interview.script.yaml"
+# a kernel's first cell for an interview project: the scripted interviewer answers, no model
+INTERVIEW_SETUP = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def write_tiny_loop(project: Path) -> Path:
+    path = project / ".odin-loop" / "loops" / "tiny.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(TINY_LOOP, encoding="utf-8")
+    return path
+
+
+def execute_notebook(name: str, where: Path, extra: tuple[str, ...] = (), kernel_name: str = "python3", cells=()):
+    """Copy the example notebook ``name`` (and the ``extra`` files it reads) to ``where`` and execute it
+    there in a real kernel (nbclient), with the code ``cells`` appended; the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for file in (name, *extra):
+        shutil.copy(NOTEBOOKS / file, where / file)
+    nb = nbformat.read(where / name, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    nb.cells.extend(nbformat.v4.new_code_cell(source) for source in cells)
+    NotebookClient(nb, kernel_name=kernel_name, timeout=300, resources={"metadata": {"path": str(where)}}).execute()
+    return nb
+
+
+def outputs_text(nb) -> list[str]:
+    """The text each code cell of an executed notebook shows, one string per cell."""
+    texts = []
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        parts = []
+        for o in c.outputs:
+            if o.output_type == "stream":
+                parts.append(o.text)
+            elif "data" in o:
+                parts.append(o.data.get("text/plain", ""))
+        texts.append("".join(parts))
+    return texts
+
+
+def without_model_key(monkeypatch) -> None:
+    """No API key or script from the environment reaches the kernels a test starts."""
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def write_interview_project(project: Path, monkeypatch) -> None:
+    """The ``talk`` loop (an interview alone) and the example notebook's interview script, no model key."""
+    from support.interview_loops import INTERVIEW_ONLY_LOOP
+
+    without_model_key(monkeypatch)
+    shutil.copy(INTERVIEW_SCRIPT, project / INTERVIEW_SCRIPT.name)
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True, exist_ok=True)
+    (loops / "talk.yaml").write_text(INTERVIEW_ONLY_LOOP, encoding="utf-8")
+
+
+class Kernel:
+    """A real IPython kernel (ipykernel) in ``cwd``; ``execute`` returns that cell's outputs.
+
+    Every iopub message is also kept in ``messages`` so that tests can see what
+    background work sent while other cells ran (``execute_interactive`` would
+    drop messages of other cells).
+    """
+
+    def __init__(self, cwd: Path):
+        from jupyter_client.manager import KernelManager
+
+        self.km = KernelManager(kernel_name="python3")
+        env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.messages: list[dict] = []
+
+    def execute(self, code: str, timeout: float = 60, allow_error: bool = False) -> list[dict]:
+        msg_id = self.kc.execute(code)
+        outputs: list[dict] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"cell did not finish in {timeout} s:\n{code}")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.messages.append(msg)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+                outputs.append(msg)
+        if not allow_error:
+            errors = [m for m in outputs if m["msg_type"] == "error"]
+            if errors:
+                c = errors[0]["content"]
+                raise AssertionError(f"cell failed: {c['ename']}: {c['evalue']}\n{code}")
+        return outputs
+
+    def drain(self) -> None:
+        """Collect the iopub messages background work sent so far: a round trip through an empty cell.
+
+        iopub is one ordered stream (the kernel's threads queue onto one IOPub thread), so once
+        that cell's idle status arrives, everything sent before it is in ``messages``: no waiting
+        for a quiet spell.
+        """
+        self.execute("pass")
+
+    def restart(self) -> None:
+        self.km.restart_kernel(now=True)
+        self.kc.wait_for_ready(timeout=60)
+
+    def shutdown(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def text_of(outputs: list[dict]) -> str:
+    """The text a cell shows. ``update_display_data`` is left out: it re-draws an earlier
+    display (found by its display id, wherever it is) and adds nothing to this cell."""
+    parts = []
+    for msg in outputs:
+        c = msg["content"]
+        if msg["msg_type"] == "stream":
+            parts.append(c["text"])
+        elif msg["msg_type"] in ("display_data", "execute_result"):
+            parts.append(c["data"].get("text/plain", ""))
+        elif msg["msg_type"] == "error":
+            parts.append(f"{c['ename']}: {c['evalue']}")
+    return "".join(parts)
+
+
+def python() -> str:
+    return sys.executable
