@@ -16,6 +16,7 @@ from odin_magic.runs.checkpoints import CheckpointError, Checkpoints
 from odin_magic.engine.orchestrator import WorkerFailed
 from odin_magic.runs import evidence as gate_evidence
 
+from support import REPO
 from support.scripted_runs import scripted_engine
 
 LOOP = """
@@ -155,7 +156,6 @@ def test_a_damaged_store_is_one_clear_error_and_nothing_changes(project, write_l
 UNREADABLE = """
 import sys
 from odin_magic.runs.checkpoints import CheckpointError, Checkpoints
-from support import REPO
 try:
     Checkpoints(sys.argv[1]).snapshot()
 except CheckpointError as exc:

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from support import REPO
+
 TINY_LOOP = """\
 name: tiny
 version: 1
@@ -31,7 +33,6 @@ stages:
     gate: {mode: ai, check: done.md exists}
 """
 
-from support import REPO
 NOTEBOOKS = REPO / "example_notebooks"
 INTERVIEW_SCRIPT = NOTEBOOKS / "interview.script.yaml"
 # a kernel's first cell for an interview project: the scripted interviewer answers, no model
