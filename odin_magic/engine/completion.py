@@ -17,6 +17,7 @@ denied, timeout) is an *environment* problem, not a failed criterion.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -132,12 +133,23 @@ def check_regression(loop: Loop, project_dir: Path, run: CommandRunner | None, r
     report.regression = result
 
 
-def verify_completion(loop: Loop, run_dir: Path, project_dir: Path, run: CommandRunner | None,
-                      judge: CriterionJudge, code: Stage | None, dry: bool = False) -> CompletionReport:
+@dataclass(frozen=True)
+class CompletionCheck:
+    """What the checks before done look at: the run's loop and directory, the project, the code stage."""
+
+    loop: Loop
+    run_dir: Path
+    project_dir: Path
+    code: Stage | None
+    dry: bool = False
+
+
+def verify_completion(check: CompletionCheck, run: CommandRunner | None, judge: CriterionJudge) -> CompletionReport:
     """Check the run's acceptance criteria and the project's suite (see the module docstring);
     ``run`` None (a dry run that runs no command) skips every command and reports it skipped.
     ``code`` is the stage a failure goes back to (:func:`code_stage`); without one (a spec-only loop,
     a run that changed nothing of the project) there is no code to verify."""
+    loop, run_dir, project_dir, code, dry = check.loop, check.run_dir, check.project_dir, check.code, check.dry
     report = CompletionReport(code_stage=code.id if code is not None else None)
     if code is None:
         report.manifest = "no stage of this run changed the project: there is no code to verify"

@@ -11,7 +11,7 @@ record carries its SHA-256, and the log's append is the transition's one fsync.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -26,8 +26,10 @@ from odin_magic.workers.base import EventSink, JudgeJob, Verdict, Worker
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateOutcome:
+    """One gate evaluation, built once at the end of the checks (:class:`GateParts`); never changed after."""
+
     passed: bool
     reason: str | None  # why it failed (None on a pass)
     missing: list[str] = field(default_factory=list)
@@ -36,16 +38,16 @@ class GateOutcome:
     verdict: Verdict | None = None  # None when the judge was not consulted
     judge_usage: Usage = field(default_factory=Usage)
     context: str | None = None  # what an explorer found for a NEEDS_CONTEXT judge (see odin_magic.engine.judging)
-
-    @property
-    def judge_status(self) -> str | None:
-        return self.verdict.status if self.verdict is not None else None
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
     mutation: dict | None = None  # the discrimination sensor's report (mutation), when it ran
     completion: dict | None = None  # the checks before done (completion), on the last stage
     changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.runs.checkpoints.Change)
     reverted: list[str] = field(default_factory=list)  # changes outside the stage's scope, undone (odin_magic.engine.scope)
     risky: list[str] = field(default_factory=list)  # changes matching the loop's risk globs
+
+    @property
+    def judge_status(self) -> str | None:
+        return self.verdict.status if self.verdict is not None else None
 
     def evidence(self, stage_id: str, number: int, at: str) -> dict:
         return {
@@ -67,6 +69,54 @@ class GateOutcome:
             "reverted": self.reverted,
             "risky": self.risky,
         }
+
+
+@dataclass
+class GateParts:
+    """What the checks of one evaluation have found so far; :meth:`outcome` freezes it into the GateOutcome."""
+
+    passed: bool = True
+    reason: str | None = None
+    missing: list[str] = field(default_factory=list)
+    commands: list[CommandEvidence] = field(default_factory=list)
+    commands_skipped: bool = False
+    verdict: Verdict | None = None
+    judge_usage: Usage = field(default_factory=Usage)
+    context: str | None = None
+    edit_checks: list[dict] = field(default_factory=list)
+    mutation: dict | None = None
+    completion: dict | None = None
+    changes: list[dict] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)
+    risky: list[str] = field(default_factory=list)
+
+    def fail(self, reason: str | None) -> bool:
+        """The gate fails for ``reason``; False: the checks after this one do not run."""
+        self.passed, self.reason = False, reason
+        return False
+
+    def outcome(self) -> GateOutcome:
+        return GateOutcome(**{f.name: getattr(self, f.name) for f in fields(GateOutcome)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateContext:
+    """What the checks of a gate need: the stage, its produces, how commands run and who judges."""
+
+    stage: Stage
+    produces: dict[str, Placement]
+    judge_job: Callable[[list[CommandEvidence]], JudgeJob]
+    judge: Worker
+    sink: EventSink
+    env: Mapping[str, str]
+    cwd: Path
+    run_commands: bool = True
+    on_command: Callable[[CommandEvidence], None] | None = None
+    find_context: judging.ContextFinder | None = None  # answers a NEEDS_CONTEXT judge (odin_magic.engine.judging)
+
+
+#: A check: it adds what it found to the parts; False when the gate is decided (the later checks do not run).
+Check = Callable[[GateContext, GateParts], bool]
 
 
 #: A line of a command's output that says why it failed (pytest's FAILED/ERROR lines, an exception, ...).
@@ -103,40 +153,54 @@ def _describe_failure(ev: CommandEvidence) -> str:
     return f"gate command `{ev.cmd}` exited {ev.exit_code}" + (f": {detail}" if detail else "")
 
 
-def evaluate(
-    stage: Stage,
-    produces: dict[str, Placement],
-    judge_job: Callable[[list[CommandEvidence]], JudgeJob],
-    worker: Worker,
-    sink: EventSink,
-    env: Mapping[str, str],
-    cwd: Path,
-    run_commands: bool = True,
-    on_command: Callable[[CommandEvidence], None] | None = None,
-    find_context: judging.ContextFinder | None = None,
-) -> GateOutcome:
-    """Evaluate ``stage``'s gate. The judge is consulted only when (a) and (b) pass.
-
-    ``find_context`` answers a NEEDS_CONTEXT judge's questions (see :mod:`odin_magic.engine.judging`)."""
-    missing = [entry for entry, p in produces.items() if not p.exists()]
+def check_produces(ctx: GateContext, parts: GateParts) -> bool:
+    """(a) every declared ``produces`` exists."""
+    missing = [entry for entry, p in ctx.produces.items() if not p.exists()]
     if missing:
-        return GateOutcome(False, "missing produces: " + ", ".join(missing), missing=missing)
-    evidence: list[CommandEvidence] = []
-    if run_commands:
-        for command in stage.gate.commands:
-            ev = run_command(command, cwd, env)
-            evidence.append(ev)
-            if on_command:
-                on_command(ev)
-            if not ev.ok:
-                return GateOutcome(False, _describe_failure(ev), commands=evidence)
-    result, context = judging.consult(worker, judge_job(evidence), sink, find_context)
-    verdict = result.verdict
-    passed, reason = judged(verdict)
-    return GateOutcome(
-        passed, reason, commands=evidence, commands_skipped=not run_commands and bool(stage.gate.commands),
-        verdict=verdict, judge_usage=result.usage, context=context,
-    )
+        parts.missing = missing
+        return parts.fail("missing produces: " + ", ".join(missing))
+    return True
+
+
+def check_commands(ctx: GateContext, parts: GateParts) -> bool:
+    """(b) the ``gate.run`` commands, in order; the first that fails decides (unless commands are not run)."""
+    if not ctx.run_commands:
+        parts.commands_skipped = bool(ctx.stage.gate.commands)
+        return True
+    for command in ctx.stage.gate.commands:
+        ev = run_command(command, ctx.cwd, ctx.env)
+        parts.commands.append(ev)
+        if ctx.on_command:
+            ctx.on_command(ev)
+        if not ev.ok:
+            return parts.fail(_describe_failure(ev))
+    return True
+
+
+def check_judge(ctx: GateContext, parts: GateParts) -> bool:
+    """(c) the judge, consulted only when (a) and (b) pass; its verdict decides."""
+    result, parts.context = judging.consult(ctx.judge, ctx.judge_job(parts.commands), ctx.sink, ctx.find_context)
+    parts.verdict, parts.judge_usage = result.verdict, result.usage
+    parts.passed, parts.reason = judged(result.verdict)
+    return parts.passed
+
+
+#: The gate's own checks, in order.
+CHECKS: tuple[Check, ...] = (check_produces, check_commands, check_judge)
+
+
+def run_checks(checks: tuple[Check, ...], ctx: GateContext, parts: GateParts | None = None) -> GateParts:
+    """Run ``checks`` in order until one decides the gate; the parts they found."""
+    parts = parts if parts is not None else GateParts()
+    for check in checks:
+        if not check(ctx, parts):
+            break
+    return parts
+
+
+def evaluate(ctx: GateContext) -> GateOutcome:
+    """Evaluate ``ctx.stage``'s gate: produces, commands, then the judge (see the module docstring)."""
+    return run_checks(CHECKS, ctx).outcome()
 
 
 def judged(verdict: Verdict) -> tuple[bool, str | None]:

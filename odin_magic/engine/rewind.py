@@ -6,7 +6,7 @@
 * **Fork** starts a new run from a point N of an existing run (its history and
   counters up to N, the tree restored to that point's checkpoint); the old run
   is marked abandoned with a pointer to the fork. A fork that fails half-way is
-  undone (the engine's ``_undo_fork``): the new run abandoned with the reason,
+  undone (:func:`odin_magic.engine.forking.undo_fork`): the new run abandoned with the reason,
   the old one given back its status (and a restore that fails part-way puts
   the files back, see :meth:`Checkpoints.restore`).
 

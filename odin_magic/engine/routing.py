@@ -25,7 +25,7 @@ between (e.g. the stage ``on_fail`` loops back to) do not break it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from odin_magic.runs.state import Blocked, Streak
@@ -122,14 +122,28 @@ def streak_after_pass(current: Streak | None, stage_id: str) -> bool:
 # -- the route ----------------------------------------------------------------------------------
 
 
-def route(stage_id: str, reason: str | None, commands: list[CommandEvidence], missing: list[str],
-          current: Streak | None, max_repeats: int, judge_status: str | None = None) -> Route:
+@dataclass(frozen=True)
+class Failure:
+    """What routing reads of a failed gate evaluation (a :class:`~odin_magic.engine.gates.GateOutcome`'s)."""
+
+    reason: str | None
+    commands: list[CommandEvidence] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    judge_status: str | None = None
+
+    @classmethod
+    def of(cls, outcome) -> "Failure":
+        return cls(outcome.reason, outcome.commands, outcome.missing, outcome.judge_status)
+
+
+def route(stage_id: str, failure: Failure, current: Streak | None, max_repeats: int) -> Route:
     """Classify one failed gate evaluation of ``stage_id`` and say where the run goes.
 
     ``judge_status`` BLOCKED (seed 002): the judge says something outside the work stops it; class
     ``blocked``, no loopback, the run pauses for the human (the engine reverts the stage first)."""
+    reason, commands, missing = failure.reason, failure.commands, failure.missing
     streak = next_streak(current, stage_id, reason)
-    if judge_status == "BLOCKED":
+    if failure.judge_status == "BLOCKED":
         return Route("blocked", streak, Blocked(
             kind="judge", stage=stage_id, reason=reason or "the judge is blocked",
             fix="resolve the blocker; then `odin run` re-runs the stage (no loopback was spent)"))

@@ -120,6 +120,16 @@ class Worker(Protocol):
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         """Decide ``job.stage.gate.check`` from the artifacts and command evidence."""
 
+    # optional: ``script_position(stage_id) -> int | None``, a scripted worker's place in a stage's script
+    # (see :func:`script_position`)
+
+
+def script_position(worker: Worker, stage_id: str) -> int | None:
+    """How far a scripted worker (the dry worker's gate script) is in ``stage_id``'s script, saved with the
+    gate outcome so that a resumed run continues it; None for a worker without a script (every real one)."""
+    position = getattr(worker, "script_position", None)
+    return position(stage_id) if callable(position) else None
+
 
 class WorkerError(Exception):
     """A stage could not be completed (e.g. retries ran out). The run stays resumable.

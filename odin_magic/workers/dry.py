@@ -102,8 +102,9 @@ class DryWorker:
         self._used = dict(self.options.used)
         self._stop = stop or threading.Event()
 
-    def used(self, stage_id: str) -> int | None:
-        """How many of ``stage_id``'s scripted failures are consumed; None when the script has none for it."""
+    def script_position(self, stage_id: str) -> int | None:
+        """How many of ``stage_id``'s scripted items are consumed; None when the script has none for it
+        (see :func:`odin_magic.workers.base.script_position`)."""
         if stage_id not in self._outcomes:
             return None
         return self._used.get(stage_id, 0)

@@ -61,7 +61,8 @@ def evaluate(stage, dirs, judge, write_produces=True):
                         artifacts={k: v.path for k, v in produces.items()}, commands=commands)
 
     env = gates.command_env(project, run_dir, "r1", stage.id)
-    return gates.evaluate(stage, produces, job, judge, lambda e: None, env=env, cwd=project)
+    return gates.evaluate(gates.GateContext(stage=stage, produces=produces, judge_job=job, judge=judge,
+                                            sink=lambda e: None, env=env, cwd=project))
 
 
 def test_passing_commands_then_the_judge_decides(dirs):

@@ -16,7 +16,7 @@ from odin_magic.engine.orchestrator import Engine
 from odin_magic.engine.gates import run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.render.text import render_runs, render_status
-from odin_magic.engine.routing import environment_problem, normalize, route
+from odin_magic.engine.routing import Failure, environment_problem, normalize, route
 from odin_magic.runs.store import load_run
 
 from support.scripted_runs import Events, scripted_engine
@@ -125,10 +125,10 @@ def test_max_repeats_is_a_loop_field(project, write_loop):
 
 
 def test_streaks_count_one_signature_and_end_on_a_pass():
-    first = route("test", "gate command `pytest` exited 1: 3 failed in 0.21s", [], [], None, 3)
-    second = route("test", "gate command `pytest` exited 1: 3 failed in 0.56s", [], [], first.streak, 3)
+    first = route("test", Failure("gate command `pytest` exited 1: 3 failed in 0.21s"), None, 3)
+    second = route("test", Failure("gate command `pytest` exited 1: 3 failed in 0.56s"), first.streak, 3)
     assert second.streak.count == 2  # timings and numbers do not make failures different
-    other = route("test", "gate command `pytest` exited 1: ImportError", [], [], second.streak, 3)
+    other = route("test", Failure("gate command `pytest` exited 1: ImportError"), second.streak, 3)
     assert other.streak.count == 1 and other.failure == "recoverable"
     assert normalize("Failed at /tmp/pytest-7/x.py line 12") == normalize("failed at /tmp/pytest-9/x.py line 40")
 

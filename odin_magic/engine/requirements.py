@@ -1,0 +1,98 @@
+"""What an action needs before it drives: the status it applies to, its text, its stage, one run at a
+time. Shared with the front ends, which check an action before driving it in the background."""
+
+from __future__ import annotations
+
+from odin_magic.core.errors import RunRefused, UsageError
+from odin_magic.loop.schema import Loop
+from odin_magic.runs.state import RunState
+from odin_magic.runs.store import RunCorrupt
+
+
+#: The status each pause-bound action applies to.
+_NEEDS_STATUS = {"approve": "awaiting_approval", "revise": "awaiting_approval", "answer": "awaiting_answer"}
+
+
+def require_status(state: RunState, action: str) -> None:
+    """Raise :class:`RunRefused` when ``action`` (approve, revise, answer) does not apply to ``state``."""
+    if state.status == _NEEDS_STATUS[action]:
+        return
+    where = f"run {state.run_id} is {state.status}"
+    asking = "the interview waits for an answer: `answer TEXT` (`question` shows it)"
+    if action == "approve":
+        raise RunRefused(f"{where}, not waiting for approval",
+                         hint=asking if state.status == "awaiting_answer" else "`run` continues it; `status` shows where it is")
+    if action == "revise":
+        raise RunRefused(f"{where}, not paused for review: revise applies to a stage awaiting approval",
+                         hint=asking if state.status == "awaiting_answer" else "`step STAGE` re-runs any stage")
+    raise RunRefused(f"no interview question is waiting ({where})",
+                     hint="answers are for a deep-interview stage's questions; `status` shows the run")
+
+
+def require_text(text: str | None, action: str) -> str:
+    """The stripped feedback (``revise``) or answer (``answer``); empty is a :class:`UsageError`."""
+    if text and text.strip():
+        return text.strip()
+    if action == "revise":
+        raise UsageError("revise needs feedback: what should change", hint='revise "make the spec cover errors"')
+    raise UsageError("the answer is empty", hint='answer "your answer" (or: you decide, skip)')
+
+
+def require_task(task: str | None) -> str:
+    """The stripped task; empty or whitespace only is a :class:`UsageError`."""
+    task = (task or "").strip()
+    if not task:
+        raise UsageError("a run needs a task: one line saying what you are building", hint="--task TEXT")
+    return task
+
+
+def one_run_at_a_time(active: RunState) -> RunRefused:
+    """The refusal to start a run while ``active`` is still active."""
+    return RunRefused(
+        f"run {active.run_id} (loop {active.loop}) is still {active.status}; one run per project at a time",
+        hint=("answer its question with `odin answer TEXT`" if active.status == "awaiting_answer"
+              else "finish it with `odin run` (or `odin approve` at a pause)") + ", or give it up with `odin abandon`",
+    )
+
+
+def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:
+    """The refusal to start or continue while a damaged run may still be active."""
+    return RunRefused(
+        f"run {run_id} is damaged and may still be active: {damage.message}",
+        hint=f"give it up with `odin abandon` (its files stay), or move .odin-loop/runs/{run_id} away; "
+             "then start a new run",
+    )
+
+
+def require_stage(loop: Loop, stage_id: str) -> None:
+    """Raise :class:`UsageError` when ``loop`` has no stage ``stage_id``."""
+    ids = loop.stage_ids()
+    if stage_id not in ids:
+        raise UsageError(f"loop {loop.name!r} has no stage {stage_id!r}", hint=f"its stages: {', '.join(ids)}")
+
+
+def require_not_paused(state: RunState) -> None:
+    """Raise :class:`RunRefused` when ``state`` waits for the user: a step must not skip an approval or a question."""
+    if state.status == "awaiting_approval":
+        raise RunRefused(
+            f"run {state.run_id} waits for your approval of stage {state.current_stage}; "
+            "a step now would skip that approval",
+            hint="approve it (`approve`), send it back with feedback (`revise TEXT`), or give the run up "
+                 "(`abandon`) first")
+    if state.status == "awaiting_answer":
+        raise RunRefused(
+            f"run {state.run_id} waits for your answer to stage {state.current_stage}'s question; "
+            "a step now would skip it",
+            hint="answer it (`answer TEXT`), or give the run up (`abandon`) first")
+
+
+def never_ran(state: RunState, loop: Loop) -> list[str]:
+    """The stages of ``loop`` with no gate evaluation in ``state``'s history (skipped by steps)."""
+    seen = {e.stage for e in state.history}
+    return [sid for sid in loop.stage_ids() if sid not in seen]
+
+
+def done_text(state: RunState, loop: Loop) -> str:
+    """The done message; it names the stages that never ran (a run that steps skipped ahead)."""
+    skipped = never_ran(state, loop)
+    return f"run {state.run_id} done" + (f"; never ran: {', '.join(skipped)}" if skipped else "")
