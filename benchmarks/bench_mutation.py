@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from odin_magic.engine.gates import command_env, run_command  # noqa: E402
 from odin_magic.loop.schema import GateCommand  # noqa: E402
-from odin_magic.engine.mutation import run_mutants  # noqa: E402
+from odin_magic.engine.mutation import MutationSettings, run_mutants  # noqa: E402
 
 CALC = '''\
 def add(a, b):
@@ -88,7 +88,8 @@ def main() -> None:
             times = []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
-                report = run_mutants(proj, ["src/calc.py"], [cmd], env, run_command, max_mutants=args.mutants, jobs=jobs)
+                report = run_mutants(proj, ["src/calc.py"], [cmd], env, run_command,
+                                     settings=MutationSettings(max_mutants=args.mutants, jobs=jobs))
                 times.append(time.perf_counter() - t0)
             results[jobs] = (statistics.median(times), report)
     print(f"one run of the gate command (baseline): {baseline * 1000:.0f} ms")

@@ -147,7 +147,8 @@ def check_mutation(gate: StageGate, parts: gates.GateParts) -> bool:
     try:
         report = mutation.run_mutants(
             engine.project_dir, mutation_targets(gate), stage.gate.commands, gate.env, gates.run_command,
-            baseline_s=sum(c.duration_s for c in parts.commands), min_kill_ratio=s.loop.min_kill_ratio)
+            settings=mutation.MutationSettings(baseline_s=sum(c.duration_s for c in parts.commands),
+                                               min_kill_ratio=s.loop.min_kill_ratio))
     except (OSError, shutil.Error) as exc:  # e.g. a file the scratch copy cannot read: not proven, said so
         report = mutation.MutationReport(min_kill_ratio=s.loop.min_kill_ratio,
                                          note=f"not proven: the project could not be copied for mutants: {exc}")

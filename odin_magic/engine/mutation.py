@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import concurrent.futures
 import difflib
+import functools
 import os
 import shutil
 import tempfile
@@ -301,25 +302,74 @@ def _readable_source(path: Path, project_dir: Path) -> bytes | None:
     return data
 
 
-def run_mutants(
-    project_dir: Path,
-    files: list[str],
-    commands: list[GateCommand],
-    env: Mapping[str, str],
-    run: Runner,
-    *,
-    baseline_s: float = 0.0,
-    max_mutants: int = DEFAULT_MAX_MUTANTS,
-    min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO,
-    jobs: int | None = None,
-) -> MutationReport:
-    """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy.
+@dataclass(frozen=True)
+class MutationSettings:
+    """How mutation is bounded: how many mutants, how many at once, how long each may run, what ratio passes."""
 
-    The commands first run once on the unmutated copy: where they fail there (a gate that needs
-    something the copy leaves out, such as a virtualenv inside the project), no mutant can prove
-    anything, and the report says so instead of counting every mutant as caught."""
-    project_dir = Path(project_dir)
-    report = MutationReport(min_kill_ratio=min_kill_ratio)
+    max_mutants: int = DEFAULT_MAX_MUTANTS
+    min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO
+    jobs: int | None = None  # worker threads; the CPU count when None
+    baseline_s: float = 0.0  # how long the gate's commands took on the real tree
+
+    @property
+    def timeout(self) -> float:
+        """Each command's bound on a mutant: a mutant may loop forever."""
+        return max(MIN_MUTANT_TIMEOUT, 10 * self.baseline_s)
+
+
+class _ScratchCopies:
+    """One scratch copy of the project per worker thread, all under one temporary root (removed by ``close``)."""
+
+    def __init__(self, project_dir: Path):
+        self.project_dir = project_dir
+        self.root = Path(tempfile.mkdtemp(prefix="odin-mutants-"))
+        self._local = _Scratch()
+        self._made: list[Path] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Path:
+        """This thread's copy, made on first use."""
+        if self._local.path is None:
+            with self._lock:
+                self._local.path = self.root / f"w{len(self._made)}"
+                self._made.append(self._local.path)
+            _copy_project(self.project_dir, self._local.path)
+        return self._local.path
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _ScratchGate:
+    """The gate's commands, run in a scratch copy of the project instead of the project itself."""
+
+    project_dir: Path
+    commands: list[GateCommand]
+    env: Mapping[str, str]
+    run: Runner
+    timeout: float
+
+    def env_for(self, where: Path) -> dict[str, str]:
+        env, project_dir = self.env, self.project_dir
+        out = {**env, "ODIN_PROJECT_DIR": str(where), "PYTHONDONTWRITEBYTECODE": "1"}  # same-size mutants: no stale .pyc
+        target = env.get("ODIN_TARGET_DIR")
+        if target and Path(target).resolve().is_relative_to(project_dir.resolve()):  # the harness convention
+            out["ODIN_TARGET_DIR"] = str(where / Path(target).resolve().relative_to(project_dir.resolve()))
+        return out
+
+    def failing_command(self, where: Path) -> str | None:
+        """The first command that fails in ``where``, if any."""
+        for command in self.commands:
+            limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or self.timeout, self.timeout))
+            if not self.run(limited, where, self.env_for(where)).ok:
+                return command.cmd
+        return None
+
+
+def _mutable_sources(project_dir: Path, files: list[str],
+                     report: MutationReport) -> tuple[dict[str, bytes], list[Mutant]]:
+    """The sources of those of ``files`` that may be mutated (recorded in ``report.files``) and all their mutants."""
     sources: dict[str, bytes] = {}
     candidates: list[Mutant] = []
     for rel in files:
@@ -331,67 +381,44 @@ def run_mutants(
         sources[rel] = data
         candidates += mutants_of(data, rel)
         report.files.append(rel)
-    if not report.files:
-        report.note = "the run changed no Python file outside the tests: nothing to mutate"
-        return report
-    mutants = select(candidates, max_mutants)
-    if not mutants:
-        report.note = "no mutable expression in " + ", ".join(report.files)
-        return report
-    timeout = max(MIN_MUTANT_TIMEOUT, 10 * baseline_s)  # a mutant may loop forever: bounded
-    scratch_root = Path(tempfile.mkdtemp(prefix="odin-mutants-"))
-    local = _Scratch()
-    made: list[Path] = []
-    lock = threading.Lock()
-    stop = threading.Event()
+    return sources, candidates
 
-    def scratch() -> Path:
-        if local.path is None:
-            with lock:
-                local.path = scratch_root / f"w{len(made)}"
-                made.append(local.path)
-            _copy_project(project_dir, local.path)
-        return local.path
 
-    def scratch_env(where: Path) -> dict[str, str]:
-        out = {**env, "ODIN_PROJECT_DIR": str(where), "PYTHONDONTWRITEBYTECODE": "1"}  # same-size mutants: no stale .pyc
-        target = env.get("ODIN_TARGET_DIR")
-        if target and Path(target).resolve().is_relative_to(project_dir.resolve()):  # the harness convention
-            out["ODIN_TARGET_DIR"] = str(where / Path(target).resolve().relative_to(project_dir.resolve()))
-        return out
-
-    def failing_command(where: Path) -> str | None:
-        for command in commands:
-            limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or timeout, timeout))
-            if not run(limited, where, scratch_env(where)).ok:
-                return command.cmd
+def _try_mutant(m: Mutant, sources: dict[str, bytes], gate: _ScratchGate, copies: _ScratchCopies,
+                stop: threading.Event) -> MutantResult | None:
+    """Run the gate on one mutant in this thread's scratch copy, then put the file back byte for byte."""
+    if stop.is_set():
         return None
+    where = copies.get()
+    target = where / m.path
+    if target.is_symlink() or not target.resolve().is_relative_to(where.resolve()):
+        return None  # never through a link, never outside the copy
+    target.write_bytes(m.apply(sources[m.path]))
+    try:
+        killer = gate.failing_command(where)
+    finally:
+        target.write_bytes(sources[m.path])  # byte for byte, for the next mutant in this copy
+    if killer is not None:
+        return MutantResult(m.description, m.operator, m.path, m.line, True, killer)
+    return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
 
-    def try_one(m: Mutant) -> MutantResult | None:
-        if stop.is_set():
-            return None
-        where = scratch()
-        target = where / m.path
-        if target.is_symlink() or not target.resolve().is_relative_to(where.resolve()):
-            return None  # never through a link, never outside the copy
-        target.write_bytes(m.apply(sources[m.path]))
-        try:
-            killer = failing_command(where)
-        finally:
-            target.write_bytes(sources[m.path])  # byte for byte, for the next mutant in this copy
-        if killer is not None:
-            return MutantResult(m.description, m.operator, m.path, m.line, True, killer)
-        return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
 
+def _run_in_scratch(report: MutationReport, mutants: list[Mutant], sources: dict[str, bytes], gate: _ScratchGate,
+                    jobs: int | None) -> None:
+    """Check the gate on an unmutated copy, then try the mutants in parallel; into ``report``. The copies are
+    always removed; on an error or Ctrl-C no queued mutant starts."""
+    copies = _ScratchCopies(gate.project_dir)
+    stop = threading.Event()
     pool = None
     try:
-        baseline = failing_command(scratch())
+        baseline = gate.failing_command(copies.get())
         if baseline is not None:
             report.note = (f"not proven: `{baseline}` fails in a scratch copy of the project even without a mutant "
                            "(does it need something the copy leaves out: .git, .venv, node_modules?)")
-            return report
+            return
         workers = max(1, min(jobs or os.cpu_count() or 1, len(mutants)))
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="odin-mutant")
+        try_one = functools.partial(_try_mutant, sources=sources, gate=gate, copies=copies, stop=stop)
         report.results = [r for r in pool.map(try_one, mutants) if r is not None]
     except BaseException:
         stop.set()  # Ctrl-C or an error: no queued mutant starts
@@ -399,5 +426,34 @@ def run_mutants(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(scratch_root, ignore_errors=True)
+        copies.close()
+
+
+def run_mutants(
+    project_dir: Path,
+    files: list[str],
+    commands: list[GateCommand],
+    env: Mapping[str, str],
+    run: Runner,
+    *,
+    settings: MutationSettings | None = None,
+) -> MutationReport:
+    """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy.
+
+    The commands first run once on the unmutated copy: where they fail there (a gate that needs
+    something the copy leaves out, such as a virtualenv inside the project), no mutant can prove
+    anything, and the report says so instead of counting every mutant as caught."""
+    settings = settings if settings is not None else MutationSettings()
+    project_dir = Path(project_dir)
+    report = MutationReport(min_kill_ratio=settings.min_kill_ratio)
+    sources, candidates = _mutable_sources(project_dir, files, report)
+    if not report.files:
+        report.note = "the run changed no Python file outside the tests: nothing to mutate"
+        return report
+    mutants = select(candidates, settings.max_mutants)
+    if not mutants:
+        report.note = "no mutable expression in " + ", ".join(report.files)
+        return report
+    gate = _ScratchGate(project_dir, commands, env, run, settings.timeout)
+    _run_in_scratch(report, mutants, sources, gate, settings.jobs)
     return report

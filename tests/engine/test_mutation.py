@@ -11,7 +11,7 @@ import pytest
 
 from odin_magic.engine.gates import command_env, run_command
 from odin_magic.loop.schema import GateCommand
-from odin_magic.engine.mutation import is_test_file, mutants_of, run_mutants, select
+from odin_magic.engine.mutation import MutationSettings, is_test_file, mutants_of, run_mutants, select
 
 CALC = '''\
 def divide(a, b):
@@ -101,7 +101,8 @@ def test_every_operator_finds_its_mutants():
 def test_a_weak_harness_lets_mutants_survive_and_fails(tmp_path: Path):
     project, env = make_project(tmp_path, WEAK)
     before = digest(project)
-    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command, max_mutants=8, jobs=2)
+    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command,
+                         settings=MutationSettings(max_mutants=8, jobs=2))
     assert report.tried == 8
     assert not report.passed and report.ratio < 0.6
     reason = report.reason()
@@ -114,7 +115,8 @@ def test_a_weak_harness_lets_mutants_survive_and_fails(tmp_path: Path):
 
 def test_a_strong_harness_kills_enough(tmp_path: Path):
     project, env = make_project(tmp_path, STRONG)
-    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command, max_mutants=8, jobs=2)
+    report = run_mutants(project, ["src/calc.py"], [PYTEST], env, run_command,
+                         settings=MutationSettings(max_mutants=8, jobs=2))
     assert report.tried == 8
     assert report.passed, report.to_dict()
     assert report.ratio >= 0.6
@@ -126,7 +128,7 @@ def test_only_the_given_files_are_mutated_and_never_tests(tmp_path: Path):
     (project / "tests").mkdir()
     (project / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 1\n")
     report = run_mutants(project, ["src/other.py", "tests/test_x.py", "README.md"], [GateCommand(cmd="true")],
-                         env, run_command, max_mutants=50, jobs=1)
+                         env, run_command, settings=MutationSettings(max_mutants=50, jobs=1))
     assert report.files == ["src/other.py"]
     assert {r.path for r in report.results} == {"src/other.py"}
     assert is_test_file("harness/test_calc.py") and is_test_file("conftest.py") and not is_test_file("src/calc.py")
