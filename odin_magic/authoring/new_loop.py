@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from odin_magic.core.errors import OdinError, UsageError
 from odin_magic.loop.schema import DEFAULT_CHALLENGES, AgentName, GateMode, StageId, is_plain_name
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 from odin_magic.loop.validation import Diagnostic, ValidationReport, validate_text
 from odin_magic.loop.yamlsource import YamlDocument, YamlError, load_yaml
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.schema import Stage
 from odin_magic.runs.state import InterviewSummary, Usage
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 from odin_magic.interview import convergence as cv
 from odin_magic.loop.manifest import MANIFEST_NAME, existing_manifest, render_manifest
 from odin_magic.interview.ledger import numbered_criteria, render_log, render_spec

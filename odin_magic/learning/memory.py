@@ -34,7 +34,9 @@ from typing import Any, Iterable
 from odin_magic.core.confine import check_confined
 from odin_magic.core.errors import UsageError
 from odin_magic.core.secrets import redact_text
-from odin_magic.runs.store import LOG_NAME, read_log, write_atomic
+from odin_magic.core.atomic import write_atomic
+from odin_magic.runs.log import LOG_NAME, read_log
+from odin_magic.runs.records import Record, RecordType, parse_record
 
 MEMORY_CHARS = 3_000  # what one stage is handed, at most
 ENTRY_CHARS = 600  # of one entry's text
@@ -158,23 +160,35 @@ def _parse(text: str) -> list[Entry]:
 # -- what a run teaches ---------------------------------------------------------------------------
 
 
-def lessons_and_decisions(records: list[dict[str, Any]], loop, run_dir: Path | None = None) -> list[Entry]:
-    """The entries one run's event log yields."""
-    created = records[0] if records else {}
-    run_id = created.get("run_id", "?")
+def lessons_and_decisions(records: Iterable[Record | dict[str, Any]], loop, run_dir: Path | None = None) -> list[Entry]:
+    """The entries one run's event log yields (its records, typed or as decoded dicts)."""
+    records = [parse_record(r) for r in records]
+    run_id = records[0].get("run_id", "?") if records else "?"
+    out = _gate_lessons(records, run_id)
+    for rec in records:  # a cap reached inside a gate record
+        why = rec.patch.get("failure_reason")
+        if rec.type == RecordType.GATE and why:
+            out.append(_entry("lesson", rec.stage or "-", run_id, rec.at, f"The run failed: {why}"))
+    if run_dir is not None:
+        out += _interview_decisions(run_dir, run_id, loop)
+    return out
+
+
+def _gate_lessons(records: list[Record], run_id: str) -> list[Entry]:
+    """Lessons from failures a stage got past, decisions from revisions approved, and why the run failed."""
     out: list[Entry] = []
     failures: dict[str, list[str]] = {}
     between: dict[str, list[str]] = {}
     feedback: dict[str, list[str]] = {}
     for rec in records:
-        kind, stage, at = rec.get("type"), rec.get("stage"), rec.get("at", "")
-        entry = rec.get("entry") or {}
-        if kind == "gate" and stage:
+        kind, stage, at = rec.type, rec.stage, rec.at
+        if kind == RecordType.GATE and stage:
+            entry = rec.entry
             for other in between:
                 if other != stage and failures.get(other):
                     between[other].append(stage)
-            if entry.get("result") == "fail":
-                failures.setdefault(stage, []).append(entry.get("reason") or "no reason given")
+            if entry is not None and entry.result == "fail":
+                failures.setdefault(stage, []).append(entry.reason or "no reason given")
                 between.setdefault(stage, [])
             elif failures.get(stage):
                 reasons = list(dict.fromkeys(failures.pop(stage)))
@@ -182,25 +196,19 @@ def lessons_and_decisions(records: list[dict[str, Any]], loop, run_dir: Path | N
                 fix = f"it passed after looping back through {', '.join(redone)}" if redone else "it passed on a retry"
                 out.append(_entry("lesson", stage, run_id, at,
                                   f"{stage} failed its gate ({'; '.join(reasons[:3])}); {fix}."))
-        elif kind == "revised" and stage:
-            text = (rec.get("set") or {}).get("feedback")
+        elif kind == RecordType.REVISED and stage:
+            text = rec.patch.get("feedback")
             if text:
                 feedback.setdefault(stage, []).append(text)
-        elif kind == "approved" and stage and feedback.get(stage):
+        elif kind == RecordType.APPROVED and stage and feedback.get(stage):
             asked = feedback.pop(stage)
             out.append(_entry("decision", stage, run_id, at,
                               f"At the {stage} review a person asked: " + " / ".join(f'"{t}"' for t in asked)
                               + f"; they approved {stage} after that revision."))
-        elif kind == "failed":
-            why = (rec.get("set") or {}).get("failure_reason")
+        elif kind == RecordType.FAILED:
+            why = rec.patch.get("failure_reason")
             if why:
                 out.append(_entry("lesson", stage or "-", run_id, at, f"The run failed: {why}"))
-    for rec in records:  # a cap reached inside a gate record
-        why = (rec.get("set") or {}).get("failure_reason")
-        if rec.get("type") == "gate" and why:
-            out.append(_entry("lesson", rec.get("stage") or "-", run_id, rec.get("at", ""), f"The run failed: {why}"))
-    if run_dir is not None:
-        out += _interview_decisions(run_dir, run_id, loop)
     return out
 
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
 from odin_magic.loop.schema import Loop
-from odin_magic.learning.refine import Evidence, LoopStats, _Rule
+from odin_magic.learning.rules import Evidence, Rule
+from odin_magic.learning.runstats import LoopStats
 
 EDITABLE = re.compile(
     r"^(max_iterations|max_no_progress|timeout_seconds|"
@@ -60,12 +62,20 @@ def _path(loop: Loop, dotted: str) -> tuple:
     raise ValueError(f"{dotted!r} names no stage of loop {loop.name!r}")
 
 
-def model_rules(loop: Loop, text: str, stats: LoopStats, already: list[str], settings,
-                client_factory: Callable[[], Any] | None, notices: list[str]) -> list[_Rule]:
+@dataclass(frozen=True)
+class RefineModel:
+    """The model refine asks: its settings (a configured model) and, offline or in tests, the client factory."""
+
+    settings: Any
+    client_factory: Callable[[], Any] | None = None
+
+
+def model_rules(loop: Loop, text: str, stats: LoopStats, already: list[str], model: RefineModel,
+                notices: list[str]) -> list[Rule]:
     """The model's proposals as rules (marked ``written_by = "model"``)."""
     from odin_magic.workers.claude import run_coroutine
 
-    reply = run_coroutine(lambda: _ask(loop, text, stats, already, settings, client_factory))
+    reply = run_coroutine(lambda: _ask(loop, text, stats, already, model))
     out = []
     for p in reply.proposals[:3]:
         try:
@@ -75,13 +85,13 @@ def model_rules(loop: Loop, text: str, stats: LoopStats, already: list[str], set
             continue
         if not edits:
             continue
-        rule = _Rule("model", p.title, edits, Evidence(runs=stats.run_ids, numbers={}, summary=p.rationale))
+        rule = Rule("model", p.title, edits, Evidence(runs=stats.run_ids, numbers={}, summary=p.rationale))
         rule.written_by = "model"
         out.append(rule)
     return out
 
 
-async def _ask(loop: Loop, text: str, stats: LoopStats, already: list[str], settings, client_factory) -> ModelProposals:
+async def _ask(loop: Loop, text: str, stats: LoopStats, already: list[str], model: RefineModel) -> ModelProposals:
     from odin_magic.workers.prompts import system_blocks
     from odin_magic.workers.structured import ask_twice
 
@@ -89,6 +99,6 @@ async def _ask(loop: Loop, text: str, stats: LoopStats, already: list[str], sett
                f"{stats.model_dump_json()[:20_000]}\n\nRule-based proposals already made:\n"
                + ("\n".join(f"- {t}" for t in already) or "(none)"))
     return await ask_twice(
-        settings, client_factory, ModelProposals, system=system_blocks(RULES), content=content,
+        model.settings, model.client_factory, ModelProposals, system=system_blocks(RULES), content=content,
         headers={"x-odin-stage": loop.name, "x-odin-purpose": "refine", "x-odin-call": uuid.uuid4().hex},
         what="asking the model for refinements", hint="run refine without --model for the rule-based proposals")

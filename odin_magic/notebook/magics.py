@@ -600,7 +600,7 @@ class OdinMagics(Magics):
         report = validate_text(text, f"cell %%odin loop {name}", expected_name=name)
         saved = None
         if not report.errors:
-            from odin_magic.runs.store import write_atomic
+            from odin_magic.core.atomic import write_atomic
 
             from odin_magic.core.confine import check_confined
 

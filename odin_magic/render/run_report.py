@@ -33,7 +33,7 @@ from odin_magic.runs import evidence as gate_evidence
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import RunState
 from odin_magic.core.secrets import redact_text
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 
 REPORT_MD = "report.md"
 REPORT_NB = "report.ipynb"

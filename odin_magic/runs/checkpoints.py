@@ -34,7 +34,7 @@ from typing import Literal
 
 from odin_magic.core.confine import Confinement
 from odin_magic.core.errors import OdinError
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 
 GIT_DIR_NAME = "checkpoints.git"
 INDEX_NAME = "checkpoints.index"

@@ -3,27 +3,53 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
-#: Event kinds the engine emits, in the order they can happen in a stage:
-#: run_started, stage_started, worker (a WorkerEvent: text / tool / tool_refused / info),
-#: gate_command (one gate.run command finished), gate_verdict, gate_passed, gate_failed,
-#: paused (awaiting approval), approved, revised, usage, stopped (stop requested, run resumable),
-#: done, failed, abandoned, notice (e.g. "state rebuilt from the event log");
-#: question (a deep interview asks: text = the rendered question, data["question"]) followed by
-#: awaiting_answer (the run pauses for the answer); blocked (a failure no loopback can fix, see
-#: odin_magic.engine.routing: data = state.blocked) and unblocked (``run`` continues a blocked run);
-#: reverted (the tree went back to a checkpoint) and forked (a new run from a point of another).
-EVENT_KINDS = (
-    "run_started", "stage_started", "worker", "gate_command", "gate_verdict", "gate_passed",
-    "gate_failed", "paused", "approved", "revised", "usage", "stopped", "done", "failed",
-    "abandoned", "notice", "question", "awaiting_answer", "blocked", "unblocked", "reverted", "forked",
-)
+
+class EventKind(str, Enum):
+    """Every kind of event the engine emits, in the order they can happen in a stage.
+
+    A ``str``: ``event.kind == "notice"`` holds for ``EventKind.NOTICE``. ``tests/runs/test_events.py``
+    checks that every kind emitted anywhere in the package is listed here."""
+
+    RUN_STARTED = "run_started"
+    STAGE_STARTED = "stage_started"
+    WORKER = "worker"  # a WorkerEvent: text / tool / tool_refused / info
+    GATE_COMMAND = "gate_command"  # one gate.run command finished
+    GATE_VERDICT = "gate_verdict"
+    COMPLETION = "completion"  # the acceptance criteria judged (data: the completion report)
+    GATE_PASSED = "gate_passed"
+    GATE_FAILED = "gate_failed"
+    PAUSED = "paused"  # awaiting approval
+    APPROVED = "approved"
+    REVISED = "revised"
+    USAGE = "usage"
+    STOPPED = "stopped"  # stop requested, run resumable
+    DONE = "done"
+    FAILED = "failed"
+    REPORT = "report"  # the run's report was written (text names it)
+    ABANDONED = "abandoned"
+    REOPENED = "reopened"  # `step STAGE` reopened a failed run
+    NOTICE = "notice"  # e.g. "state rebuilt from the event log"
+    QUESTION = "question"  # a deep interview asks: text = the rendered question, data["question"]
+    AWAITING_ANSWER = "awaiting_answer"  # the run pauses for the answer
+    BLOCKED = "blocked"  # a failure no loopback can fix (odin_magic.engine.routing): data = state.blocked
+    UNBLOCKED = "unblocked"  # `run` continues a blocked run
+    REVERTED = "reverted"  # the tree went back to a checkpoint
+    FORKED = "forked"  # a new run from a point of another
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: the kinds as strings, in :class:`EventKind`'s order (the tuple of earlier versions)
+EVENT_KINDS = tuple(k.value for k in EventKind)
 
 
 @dataclass(frozen=True)
 class EngineEvent:
-    kind: str
+    kind: EventKind | str  # an EventKind; a plain string (as the engine passes today) compares equal to it
     run_id: str
     stage: str | None = None
     text: str = ""

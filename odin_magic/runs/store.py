@@ -31,30 +31,41 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import socket
-import stat
 import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import filelock
-from pydantic import ValidationError
 
-from odin_magic.core.errors import OdinError, RunLocked
-from odin_magic.runs.evidence import EvidenceLog
-from odin_magic.loop.schema import NAME_RE
+from odin_magic.core.atomic import write_atomic
+from odin_magic.core.errors import RunLocked
 from odin_magic.core.processes import reap_orphans
-from odin_magic.core.secrets import redact, redact_text
-from odin_magic.runs.statefile import read_state, state_json_pieces
-from odin_magic.runs.state import (
-    Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
+from odin_magic.core.secrets import redact
+from odin_magic.loop.schema import NAME_RE
+from odin_magic.runs.errors import RunCorrupt, RunNotFound
+from odin_magic.runs.evidence import EvidenceLog
+from odin_magic.runs.fold import apply, fold
+from odin_magic.runs.log import (
+    LOG_NAME, cut_torn_tail, iter_log, last_record, read_log, records_after, sync_append
 )
+from odin_magic.runs.records import (
+    SETTABLE, Record, RecordType, StatePatch, as_record, is_record, parse_record, patch_dict
+)
+from odin_magic.runs.statefile import read_state, state_json_pieces
+from odin_magic.runs.state import RunState
 
-LOG_NAME = "events.jsonl"
+#: names of this module's public surface that live in the modules it is made of (see the docstring)
+__all__ = [
+    "ABANDONED_MARK", "DRIVER_NAME", "GITIGNORE_TEXT", "LOG_NAME", "LOOP_NAME", "REFRESH_RECORDS",
+    "REFRESH_SECONDS", "SETTABLE", "STATE_NAME", "Loaded", "Record", "RunCorrupt", "RunHandle", "RunLock",
+    "RecordType", "RunNotFound", "RunStore", "StatePatch", "parse_record", "apply", "command_line", "cut_torn_tail", "fold", "is_record",
+    "iter_log", "last_record", "load_run", "read_log", "records_after", "write_atomic",
+]
+
 STATE_NAME = "state.json"
 ABANDONED_MARK = "abandoned.json"  # beside a damaged run the user gave up: it no longer blocks a new one
 LOOP_NAME = "loop.json"
@@ -68,18 +79,6 @@ GITIGNORE_TEXT = (
     "!loops/**\n"
 )
 
-#: state fields an event may set through its ``set`` object (``iterations``,
-#: ``artifacts`` and ``dry_used`` are merged key by key; ``dry_gates``, written by
-#: earlier versions, replaces the dry script with what remained of it).
-SETTABLE = (
-    "current_stage", "status", "total_iterations", "no_progress", "failure_reason",
-    "ended_at", "feedback", "iterations", "artifacts", "dry_gates", "dry_used", "blocked", "repeats", "checkpoint",
-    "tree", "forked_from", "forked_to",
-)
-
-#: settable fields that hold a model (validated as they are folded in; None clears them)
-_MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpoint}
-
 #: A driver refreshes state.json between pauses when it is this many records
 #: behind the log or this many seconds old, whichever comes first, provided the
 #: log has grown by at least state.json's size since the last refresh (so that
@@ -87,303 +86,6 @@ _MODELLED = {"blocked": Blocked, "repeats": Streak, "checkpoint": PendingCheckpo
 #: per transition, however long the history).
 REFRESH_RECORDS = 1000
 REFRESH_SECONDS = 2.0
-
-
-class RunCorrupt(OdinError):
-    """A run that cannot be read: damage in its event log (not a torn last line), a log that is
-    gone or empty beside a state.json, a state.json that cannot be replaced, ...
-
-    :meth:`RunStore.load` adds what is known of the run: its state.json's last word, and whether
-    the user abandoned the damaged run (``abandoned.json``). A damaged run whose state.json last
-    said it was active blocks a new one until it is abandoned or moved away.
-    """
-
-    last_known: RunState | None = None
-    abandoned: bool = False
-
-    @property
-    def may_be_active(self) -> bool:
-        """Its state.json's last word was an active status, and the user has not abandoned it."""
-        return not self.abandoned and self.last_known is not None and self.last_known.active
-
-
-class RunNotFound(OdinError):
-    pass
-
-
-# -- the fold ---------------------------------------------------------------
-
-
-def is_record(value: Any) -> bool:
-    """An event record's shape: a JSON object with an integer ``seq`` and a string ``type``."""
-    return (isinstance(value, dict) and isinstance(value.get("seq"), int)
-            and not isinstance(value.get("seq"), bool) and isinstance(value.get("type"), str))
-
-
-def apply(state: RunState | None, record: dict[str, Any]) -> RunState:
-    """Fold one event-log record into ``state`` (mutated and returned).
-
-    A record that cannot be folded (a hand-edited log) is :class:`RunCorrupt`.
-    """
-    try:
-        return _apply(state, record)
-    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        if isinstance(exc, KeyError):
-            detail = f"field {exc} is missing"
-        elif isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-        else:
-            detail = str(exc).splitlines()[0]
-        raise RunCorrupt(
-            f"event {record.get('seq')} ({record.get('type')}) of the event log cannot be applied: {detail}",
-            hint="the log is append-only; restore it from a backup, or move the run's directory away",
-        ) from None
-
-
-def _apply(state: RunState | None, record: dict[str, Any]) -> RunState:
-    kind = record["type"]
-    if kind == "created":
-        dry = record.get("dry")
-        state = RunState(
-            run_id=record["run_id"],
-            loop=record["loop"],
-            task=record["task"],
-            started_at=record["started_at"],
-            current_stage=record["current_stage"],
-            max_iterations=record["max_iterations"],
-            dry=DryOptions.model_validate(dry) if dry is not None else None,
-        )
-    elif state is None:
-        raise RunCorrupt(f"event log starts with {kind!r}, not 'created'")
-    for key, value in (record.get("set") or {}).items():
-        if key == "iterations":
-            state.iterations.update(value)
-        elif key == "artifacts":
-            state.artifacts.update(value)
-        elif key == "dry_gates":  # an earlier version's record: the remaining script
-            if state.dry is not None:
-                state.dry.gates = list(value)
-                state.dry.used = {}
-        elif key == "dry_used":  # how many scripted failures of a stage are consumed
-            if state.dry is not None:
-                state.dry.used.update(value)
-        elif key in _MODELLED:
-            setattr(state, key, None if value is None else _MODELLED[key].model_validate(value))
-        elif key in SETTABLE:
-            setattr(state, key, value)
-    if "usage" in record:
-        state.usage = state.usage.add(record.get("stage") or "-", Usage.model_validate(record["usage"]))
-    if "entry" in record:
-        state.history.append(HistoryEntry.model_validate(record["entry"]))
-    for entry in record.get("entries") or ():  # a fork's inherited history
-        state.history.append(HistoryEntry.model_validate(entry))
-    if "interview" in record:
-        state.interview = InterviewSummary.model_validate(record["interview"])
-    for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward
-        state.concerns.append(Concern.model_validate(concern))
-    state.log_seq = record["seq"]
-    return state
-
-
-def fold(records: Iterable[dict[str, Any]], state: RunState | None = None,
-         source: Path | None = None) -> RunState | None:
-    """Fold ``records`` into ``state``; ``source`` (the log) is named when one cannot be applied."""
-    try:
-        for record in records:
-            state = apply(state, record)
-    except RunCorrupt as exc:
-        if source is None:
-            raise
-        raise RunCorrupt(f"{source}: {exc.message}", hint=exc.hint) from None
-    return state
-
-
-# -- the log ----------------------------------------------------------------
-
-
-def read_log(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
-    """All complete records, the byte length they span, and whether a torn tail follows."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return [], 0, False
-    end = data.rfind(b"\n") + 1
-    records = [_parse_line(path, lineno, line) for lineno, line in enumerate(data[:end].split(b"\n")[:-1], start=1)]
-    return records, end, end != len(data)
-
-
-def iter_log(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete records of a log, in order, each parsed as it is read (a torn last line is left out;
-    nothing for a missing log). Folding them as they come costs the memory of one record, not of the log.
-
-    :class:`RunCorrupt` names a line that is not a record."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return
-    with f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.endswith(b"\n"):
-                return  # a torn last line (a crash in the middle of an append)
-            yield _parse_line(path, lineno, line)
-
-
-def _parse_line(path: Path, lineno: int | str, line: bytes) -> dict[str, Any]:
-    try:
-        record = json.loads(line)
-    except ValueError as exc:
-        raise _not_a_record(path, lineno, str(exc)) from None
-    if not is_record(record):
-        raise _not_a_record(path, lineno, 'not an object with an integer "seq" and a string "type"')
-    return record
-
-
-def _not_a_record(path: Path, lineno: int | str, why: str) -> RunCorrupt:
-    return RunCorrupt(
-        f"{path}: {lineno if isinstance(lineno, str) else f'line {lineno}'} is not a valid event record ({why})",
-        hint="the log is append-only; restore it from a backup, or move the run's directory away",
-    )
-
-
-def _lines_from_end(path: Path, block: int) -> Iterator[bytes]:
-    """The complete lines of a log, last first, read from its end (a torn last line is skipped).
-
-    Nothing for a missing log or one without a complete line."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return
-    with f:
-        pos = f.seek(0, os.SEEK_END)
-        rest = b""  # read but not yielded yet; once ``complete``, it ends where a line ends
-        complete = False
-        while pos > 0:
-            n = min(block, pos)
-            pos -= n
-            f.seek(pos)
-            rest = f.read(n) + rest
-            if not complete:
-                end = rest.rfind(b"\n")
-                if end == -1:
-                    continue
-                rest, complete = rest[:end], True
-            cut = rest.rfind(b"\n")
-            while cut != -1:
-                yield rest[cut + 1:]
-                rest = rest[:cut]
-                cut = rest.rfind(b"\n")
-        if complete:
-            yield rest  # the log's first line
-
-
-def _parse_from_end(path: Path, line: bytes) -> dict[str, Any]:
-    return _parse_line(path, "a line near its end", line)
-
-
-def last_record(path: Path, block: int = 65536) -> dict[str, Any] | None:
-    """The last complete record of a log, reading from its end only.
-
-    None when the log is missing or holds no complete line; :class:`RunCorrupt`
-    when its last complete line is not a record.
-    """
-    for line in _lines_from_end(path, block):
-        return _parse_from_end(path, line)
-    return None
-
-
-def records_after(path: Path, seq: int, block: int = 65536) -> list[dict[str, Any]]:
-    """The complete records whose ``seq`` is greater than ``seq``, in order, read from the log's end.
-
-    The cost is that of the records returned, not of the log: this is how a
-    reader brings a state.json that is behind up to date."""
-    out = []
-    for line in _lines_from_end(path, block):
-        record = _parse_from_end(path, line)
-        if record["seq"] <= seq:
-            break
-        out.append(record)
-    out.reverse()
-    return out
-
-
-def cut_torn_tail(path: Path, block: int = 65536) -> bool:
-    """Cut off a torn last line (a crash in the middle of an append), reading only the log's end.
-
-    True when something was cut."""
-    with open(path, "r+b") as f:
-        pos = size = f.seek(0, os.SEEK_END)
-        good = 0
-        while pos > 0:
-            n = min(block, pos)
-            pos -= n
-            f.seek(pos)
-            chunk = f.read(n)
-            i = chunk.rfind(b"\n")
-            if i != -1:
-                good = pos + i + 1
-                break
-        if good == size:
-            return False
-        f.truncate(good)
-        os.fsync(f.fileno())
-        return True
-
-
-def _sync(fd: int) -> None:
-    """Make an append durable: data and the size needed to read it back (fdatasync where there is one)."""
-    (getattr(os, "fdatasync", None) or os.fsync)(fd)
-
-
-def write_atomic(path: Path, text: str | Iterable[str]) -> int:
-    """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``);
-    the number of characters written.
-
-    ``text`` may come in pieces (see :func:`odin_magic.runs.statefile.state_json_pieces`) so that a large file
-    is never whole in memory; a piece must not cut a secret's value in two (a JSON document cut between
-    two values never does).
-
-    A crash leaves the old file or the new one, never half of one; the temp
-    file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
-    The file gets the mode any program's new file gets (0666 less the umask),
-    or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
-    No configured secret's value is written (:mod:`odin_magic.core.secrets`).
-    """
-    written = 0
-    fd, tmp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for piece in [text] if isinstance(text, str) else text:
-                written += f.write(redact_text(piece))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return written
-
-
-def _create_temp(path: Path) -> tuple[int, str]:
-    """An exclusive new temp file beside ``path``, with ``path``'s mode or the umask's."""
-    try:
-        keep = stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        keep = None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask, as for any new file
-        except FileExistsError:
-            continue
-        if keep is not None:
-            try:
-                os.fchmod(fd, keep)
-            except OSError:
-                pass
-        return fd, tmp
-    raise FileExistsError(f"no free temp name beside {path}")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -528,9 +230,12 @@ class RunHandle:
     def run_id(self) -> str:
         return self.state.run_id
 
-    def record(self, type: str, at: str, *, save: bool | None = None, sync: bool = True,
-               **fields: Any) -> dict[str, Any]:
-        """Append one event (one write, one fsync) and fold it into the state.
+    def record(self, type: RecordType | str, at: str, *, save: bool | None = None, sync: bool = True,
+               **fields: Any) -> Record:
+        """Append one event (one write, one fsync) and fold it into the state; the record appended.
+
+        ``fields`` are the record's other fields as its JSON object holds them; ``set`` (the state
+        fields the transition changes) may be a :class:`~odin_magic.runs.records.StatePatch` or a dict.
 
         ``save``: True refreshes state.json now, False never here, None (the
         default) when the record pauses or ends the run (any status but
@@ -540,18 +245,20 @@ class RunHandle:
         may lose it along with the transition it begins. A handle opened on a
         new run (state None) first records its ``created`` event. No configured
         secret's value reaches the log or the state (:mod:`odin_magic.core.secrets`)."""
+        if "set" in fields:
+            fields["set"] = patch_dict(fields["set"])
         fields = redact(fields)
         seq = self.state.log_seq + 1 if self.state is not None else 1
-        record = {"seq": seq, "at": at, "type": type, **fields}
+        record = {"seq": seq, "at": at, "type": getattr(type, "value", type), **fields}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         self._log.write(line)
         if sync:
-            _sync(self._log.fileno())
+            sync_append(self._log.fileno())
         self._appended += len(line)
         self.state = apply(self.state, record)
         if save or (save is None and (self.state.status != "running" or self.refresh_due())):
             self.save()  # a pause or an end is saved before it is announced; a running run when due
-        return record
+        return as_record(record)
 
     def refresh_due(self) -> bool:
         """state.json is due a refresh: ``refresh_records`` behind or ``refresh_seconds`` old,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 
 THREAD_FILE = "thread.json"
 #: Characters per token, for the budget estimate (conservative for English and code).

@@ -17,7 +17,7 @@ import threading
 from odin_magic.core.errors import UsageError
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import DryOptions
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 from odin_magic.workers.base import (
     EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerEvent
 )
