@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import DEMO_LOOP, LINEAR
+from support.loops import DEMO_LOOP, LINEAR
 from odin_magic.cli import main
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.core.errors import NoActiveRun, RunRefused

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import LINEAR
+from support.loops import LINEAR
 from odin_magic.engine.orchestrator import Engine, WorkerFailed, simulate
 from odin_magic.core.errors import ConfigError, NoActiveRun, RunLocked, RunRefused, UsageError
 from odin_magic.runs.state import DryOptions, Usage
 from odin_magic.workers.base import JudgeResult, StageResult, Verdict, WorkerError
 from odin_magic.runs import evidence as evidence_store
+from support.clocks import StepClock
 
 
 def hist(state):
@@ -420,18 +420,6 @@ def test_a_model_worker_that_cannot_be_built_is_a_config_error_and_no_run(projec
 
 
 # -- termination --------------------------------------------------------------------
-
-
-class StepClock:
-    """A clock that moves forward ``step`` seconds each time it is read."""
-
-    def __init__(self, step: float):
-        self.now = datetime(2026, 6, 14, 14, 35, 1)
-        self.step = timedelta(seconds=step)
-
-    def __call__(self):
-        self.now += self.step
-        return self.now
 
 
 def test_timeout_fails_the_run(project, write_loop):

@@ -148,7 +148,7 @@ def test_interview_answers_become_decisions_and_refine_counts_rounds(project):
     """A real deep-interview run (the scripted interview model): its answers are decisions; refine counts its rounds."""
     import textwrap
 
-    from test_interview_engine import LOOP as TALK, SCRIPT
+    from support.interview_loops import TALK_LOOP as TALK, TALK_SCRIPT as SCRIPT
     from odin_magic.learning.refine import refine
     from odin_magic.workers.scripted import ScriptedModel, load_script
 

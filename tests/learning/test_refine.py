@@ -244,7 +244,7 @@ stages:
 
 
 def test_a_judge_pass_that_a_later_command_undoes_proposes_a_gate_command_and_time_is_counted(project):
-    from test_engine import StepClock
+    from support.clocks import StepClock
 
     loops = project / ".odin-loop" / "loops"
     loops.mkdir(parents=True)

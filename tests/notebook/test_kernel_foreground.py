@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Iterator
 
-from conftest import pingpong_loop
+from support.loops import pingpong_loop
 from support.nbtools import Kernel, text_of
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.notebook.foreground import Foreground, short_switch_interval

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from conftest import pingpong_loop
+from support.loops import pingpong_loop
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.core.errors import RunLocked
 from odin_magic.runs.state import DryOptions

@@ -14,6 +14,29 @@ stages:
     gate: {mode: ai, check: built}
 """
 
+# The script that answers TALK_LOOP's interview (two rounds, the challenge at round 2) and builds.
+TALK_SCRIPT = """
+stages:
+  build:
+    - text: built it
+default_verdict: {passed: true, reasons: [fine]}
+interview:
+  goal: Review imports
+  components: [Ingestion, Export]
+  rounds:
+    1:
+      question: "Which formats arrive?"
+      assessment:
+        scores: {Ingestion: {goal: .9, constraints: .9, criteria: .9}}
+        criteria: {Ingestion: ["Given a CSV of 3 rows, when imported, then 3 rows are stored"]}
+    2:
+      challenge: {probe: "Do we need an export at all?"}
+      assessment:
+        scores: {Export: {goal: .9, constraints: .9, criteria: .8}}
+        criteria: {Export: ["Given 2 rows, when exported, then the CSV has 3 lines"]}
+        challenge_outcome: the export stays, CSV only
+"""
+
 # The interview alone, without challenges.
 INTERVIEW_ONLY_LOOP = """\
 name: talk
