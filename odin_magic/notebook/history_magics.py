@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from odin_magic.render.diff_view import DiffDisplay
 from odin_magic.render.displays import MessageDisplay
 from odin_magic.commands.history import diff_arguments, fork_arguments, revert_arguments
 
@@ -24,6 +23,8 @@ def add_parsers(add: Callable[[str, str], Any]) -> None:
 
 
 def cmd_diff(magics, args):
+    from odin_magic.render.diff_view import DiffDisplay  # the run's models load with the command, not %load_ext
+
     return DiffDisplay(magics.runner().engine.diff(args.which, run_id=args.run))
 
 
