@@ -443,7 +443,7 @@ described. Keep it small: 2 to 6 stages. Answer only with the requested JSON."""
 
 def propose_answers(description: str, settings, client_factory: Callable[[], Any] | None = None) -> Answers:
     """A model's proposed answers for a one-line ``description`` (structured output); the user accepts or edits each."""
-    from odin_magic.workers.claude import run_coroutine
+    from odin_magic.workers.client import run_coroutine
 
     description = (description or "").strip()
     if not description:
@@ -453,21 +453,20 @@ def propose_answers(description: str, settings, client_factory: Callable[[], Any
 
 async def _apropose(description: str, settings, client_factory) -> Answers:
     from odin_magic.workers.prompts import system_blocks
-    from odin_magic.workers.structured import ask_twice
+    from odin_magic.workers.structured import Question, ask_twice
 
     questions = "\n".join(f"{q.number}. ({q.key}) {q.text}" for q in QUESTIONS)
-    return await ask_twice(
-        settings, client_factory, Answers, system=system_blocks(PROPOSE_RULES),
-        content=f"The work: {description}\n\nThe questions:\n{questions}",
+    return await ask_twice(settings, client_factory, Answers, Question(
+        system=system_blocks(PROPOSE_RULES), content=f"The work: {description}\n\nThe questions:\n{questions}",
         headers={"x-odin-stage": "new", "x-odin-purpose": "author", "x-odin-call": uuid.uuid4().hex},
-        what="proposing the loop's answers", hint="answer the questions yourself (--answers FILE), or retry")
+        what="proposing the loop's answers", hint="answer the questions yourself (--answers FILE), or retry"))
 
 
 def model_configured(settings) -> bool:
     """Whether a model can be asked: a scripted model, or an API credential."""
     if settings.script is not None:
         return True
-    from odin_magic.workers.claude import require_credentials
+    from odin_magic.workers.client import require_credentials
     from odin_magic.core.errors import ConfigError
 
     try:
