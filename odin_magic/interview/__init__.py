@@ -21,7 +21,7 @@ _WHERE = {
     "InterviewState": "models", "PendingQuestion": "models",
     "Exchange": "protocol", "InterviewBrief": "protocol", "InterviewModel": "protocol", "Reply": "protocol",
     "ScriptedInterviewModel": "scripted",
-    "InterviewError": "session", "InterviewSession": "session", "state_path": "session",
+    "InterviewError": "session", "InterviewPlace": "session", "InterviewSession": "session", "state_path": "session",
 }
 
 
@@ -37,5 +37,5 @@ def __getattr__(name: str):
 __all__ = [
     "BROWNFIELD_WEIGHTS", "GREENFIELD_WEIGHTS", "StopCheck", "component_ambiguity", "ontology_stability",
     "stop_check", "InterviewState", "PendingQuestion", "Exchange", "InterviewBrief", "InterviewModel", "Reply",
-    "ScriptedInterviewModel", "InterviewError", "InterviewSession", "state_path",
+    "ScriptedInterviewModel", "InterviewError", "InterviewPlace", "InterviewSession", "state_path",
 ]
