@@ -59,7 +59,7 @@ from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
-from odin_magic.workers.toolbox import RoleToolbox, bash_environment, edit_checker
+from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
 
 JUDGE_MAX_TOKENS = 4_096
 REFUSALS_FILE = "tool-refusals.jsonl"  # in the run dir: every refused tool call
@@ -229,21 +229,7 @@ class ClaudeWorker:
             events(WorkerEvent(kind=kind, stage=stage_id, text=text))  # type: ignore[arg-type]
 
         policy = policy_for(job.agent)
-        persona = load_persona(job.agent.role, job.project_dir)
-        fresh = job.agent.fresh
-        brief = stage_brief(job, policy, persona, fresh=fresh)
-        thread: RunThread | None = None
-        if fresh:
-            system = system_blocks(WORKER_RULES, persona)
-            messages: list[dict[str, Any]] = [{"role": "user", "content": brief}]
-        else:
-            system = system_blocks(WORKER_RULES, loop_context(job.loop))
-            thread = RunThread.load(job.run_dir)
-            reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
-            dropped = thread.fit(self.settings.context_budget, reserve)
-            if dropped:
-                emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
-            messages = thread.request_messages(brief)
+        system, messages, thread = self._opening(job, policy, emit)
         prior = job.spent  # the loop's budget also bounds a stage while it runs
         start = len(messages) - 1  # the new stage's user message
         history = list(messages)
@@ -256,16 +242,12 @@ class ClaudeWorker:
             ctx = await stack.enter_async_context(
                 AgentToolContext(workdir=str(job.project_dir), allowed_roots=[Path(job.run_dir)], env=env)
             )
-            toolbox = RoleToolbox(
-                ctx,
-                policy,
-                produces=list(job.produces.values()),
-                stub_dir=Path(job.run_dir) / STUB_DIR,
-                on_call=lambda line: emit("tool", line),
-                on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
-                on_error=lambda msg: emit("info", msg),
-                check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env),
-            )
+            reports = ToolReports(on_call=lambda line: emit("tool", line),
+                                  on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
+                                  on_error=lambda msg: emit("info", msg))
+            toolbox = RoleToolbox(ctx, policy, produces=list(job.produces.values()),
+                                  stub_dir=Path(job.run_dir) / STUB_DIR, reports=reports,
+                                  check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env))
             stack.callback(reap_orphans, Path(job.run_dir), "bash")  # after the shell: what it left running
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
             turns = _Turns(history=history, prior=prior, text_out=text_out, emit=emit)
@@ -294,6 +276,23 @@ class ClaudeWorker:
             summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
         return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks],
                            report=final_text(last) if last is not None else "")
+
+    def _opening(self, job: StageJob, policy: Any, emit: Callable[[str, str], None]
+                 ) -> tuple[Any, list[dict[str, Any]], RunThread | None]:
+        """The stage's system prompt and first messages: a fresh context holds the persona and the brief; an
+        inline one continues the run's thread (returned, to be saved), trimmed to its token budget."""
+        persona = load_persona(job.agent.role, job.project_dir)
+        fresh = job.agent.fresh
+        brief = stage_brief(job, policy, persona, fresh=fresh)
+        if fresh:
+            return system_blocks(WORKER_RULES, persona), [{"role": "user", "content": brief}], None
+        system = system_blocks(WORKER_RULES, loop_context(job.loop))
+        thread = RunThread.load(job.run_dir)
+        reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
+        dropped = thread.fit(self.settings.context_budget, reserve)
+        if dropped:
+            emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
+        return system, thread.request_messages(brief), thread
 
     async def _converse(self, client: AsyncAnthropic, job: StageJob, system: Any, toolbox: RoleToolbox,
                         turns: _Turns) -> None:
