@@ -4,6 +4,7 @@
 * :mod:`.convergence` — the computed numbers and the stop condition;
 * :mod:`.topology` — round 0's edit grammar;
 * :mod:`.ledger` — ``interview-log.md`` and ``spec.md``;
+* :mod:`.assessment` — what a scored round changes in the state;
 * :mod:`.protocol` — what a model must answer (:class:`InterviewModel`);
 * :mod:`.session` — the resumable state machine;
 * :mod:`.runner` — the engine-facing entry points;
