@@ -302,8 +302,7 @@ def default_role(stage: StageAnswer) -> str:
 
 def loop_data(name: str, answers: Answers) -> dict[str, Any]:
     """The loop (as plain data) the answers describe."""
-    gates = {g.stage: g for g in answers.gates}
-    loopbacks = {lb.stage: lb.to for lb in answers.on_fail}
+    gating = _Gating({g.stage: g for g in answers.gates}, {lb.stage: lb.to for lb in answers.on_fail})
     roles = {r.stage: r.role for r in answers.roles}
     iv = answers.interview
     stages: list[dict[str, Any]] = []
@@ -315,8 +314,7 @@ def loop_data(name: str, answers: Answers) -> dict[str, Any]:
         if user_stages[0].id == INTERVIEW_STAGE:  # the user's own first stage is the interview
             first = user_stages.pop(0)
             produces = list(dict.fromkeys([*(first.produces or []), "spec.md", "interview-log.md"]))
-            stages.append(_stage(first, produces, [], gates.get(first.id), loopbacks.get(first.id), "inline",
-                                 interview))
+            stages.append(_stage(first, produces, [], "inline", gating, interview))
         else:
             stages.append({
                 "id": INTERVIEW_STAGE, "goal": "Pin down the requirements by a deep interview.",
@@ -330,27 +328,40 @@ def loop_data(name: str, answers: Answers) -> dict[str, Any]:
         produces = list(s.produces) if s.produces is not None else [f"{s.id}.md"]
         consumes = list(s.consumes) if s.consumes is not None else list(previous)
         role = roles.get(s.id) or default_role(s)
-        stages.append(_stage(s, produces, consumes, gates.get(s.id), loopbacks.get(s.id), role, None))
+        stages.append(_stage(s, produces, consumes, role, gating))
         previous = produces
     description = answers.description or f"A loop for {answers.kind.strip()}, authored with odin new."
     return {"name": name, "version": 1, "description": description, "max_iterations": answers.max_iterations,
             "stages": stages}
 
 
-def _stage(s: StageAnswer, produces: list[str], consumes: list[str], gate: GateAnswer | None,
-           on_fail: str | None, role: str, interview: dict | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Gating:
+    """The answered gates and loopbacks, by stage id."""
+
+    gates: dict[str, GateAnswer]
+    loopbacks: dict[str, str]
+
+    def gate_for(self, stage_id: str) -> dict[str, Any]:
+        """A stage's ``gate:`` (mode ``ai`` and an empty check when none was answered)."""
+        gate, on_fail = self.gates.get(stage_id), self.loopbacks.get(stage_id)
+        g: dict[str, Any] = {"mode": gate.mode if gate else "ai", "check": gate.check if gate else ""}
+        if on_fail and on_fail != stage_id:
+            g["on_fail"] = on_fail
+        if gate and gate.run:
+            g["run"] = list(gate.run)
+        return g
+
+
+def _stage(s: StageAnswer, produces: list[str], consumes: list[str], role: str, gating: _Gating,
+           interview: dict | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"id": s.id, "goal": s.goal, "agent": role}
     if consumes:
         out["consumes"] = consumes
     out["produces"] = produces
     if interview is not None:
         out["interview"] = interview
-    g: dict[str, Any] = {"mode": gate.mode if gate else "ai", "check": gate.check if gate else ""}
-    if on_fail and on_fail != s.id:
-        g["on_fail"] = on_fail
-    if gate and gate.run:
-        g["run"] = list(gate.run)
-    out["gate"] = g
+    out["gate"] = gating.gate_for(s.id)
     return out
 
 
@@ -443,7 +454,7 @@ described. Keep it small: 2 to 6 stages. Answer only with the requested JSON."""
 
 def propose_answers(description: str, settings, client_factory: Callable[[], Any] | None = None) -> Answers:
     """A model's proposed answers for a one-line ``description`` (structured output); the user accepts or edits each."""
-    from odin_magic.workers.claude import run_coroutine
+    from odin_magic.workers.client import run_coroutine
 
     description = (description or "").strip()
     if not description:
@@ -453,21 +464,20 @@ def propose_answers(description: str, settings, client_factory: Callable[[], Any
 
 async def _apropose(description: str, settings, client_factory) -> Answers:
     from odin_magic.workers.prompts import system_blocks
-    from odin_magic.workers.structured import ask_twice
+    from odin_magic.workers.structured import Question, ask_twice
 
     questions = "\n".join(f"{q.number}. ({q.key}) {q.text}" for q in QUESTIONS)
-    return await ask_twice(
-        settings, client_factory, Answers, system=system_blocks(PROPOSE_RULES),
-        content=f"The work: {description}\n\nThe questions:\n{questions}",
+    return await ask_twice(settings, client_factory, Answers, Question(
+        system=system_blocks(PROPOSE_RULES), content=f"The work: {description}\n\nThe questions:\n{questions}",
         headers={"x-odin-stage": "new", "x-odin-purpose": "author", "x-odin-call": uuid.uuid4().hex},
-        what="proposing the loop's answers", hint="answer the questions yourself (--answers FILE), or retry")
+        what="proposing the loop's answers", hint="answer the questions yourself (--answers FILE), or retry"))
 
 
 def model_configured(settings) -> bool:
     """Whether a model can be asked: a scripted model, or an API credential."""
     if settings.script is not None:
         return True
-    from odin_magic.workers.claude import require_credentials
+    from odin_magic.workers.client import require_credentials
     from odin_magic.core.errors import ConfigError
 
     try:

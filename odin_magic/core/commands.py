@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Protocol
 
-from odin_magic.core.processes import GuardedCommand
+from odin_magic.core.processes import GuardedCommand, Output
 from odin_magic.core.secrets import redact_text
 
 DEFAULT_COMMAND_TIMEOUT = 600.0
@@ -111,7 +111,7 @@ def run_command(command: CommandSpec, cwd: Path, env: Mapping[str, str]) -> Comm
     run_dir = Path(env["ODIN_RUN_DIR"]) if env.get("ODIN_RUN_DIR") and os.path.isdir(env["ODIN_RUN_DIR"]) else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            guarded = GuardedCommand(command.cmd, cwd=cwd, env=env, stdout=out, stderr=err, record_dir=run_dir)
+            guarded = GuardedCommand(command.cmd, cwd=cwd, env=env, output=Output(out, err), record_dir=run_dir)
         except OSError as exc:
             return CommandEvidence(command.cmd, None, False, 0.0, "", f"could not start: {exc}")
         timed_out = False

@@ -219,15 +219,23 @@ def reap_orphans(run_dir: Path, kind: str | None = None) -> list[str]:
 # -- a guarded command -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Output:
+    """Where a command's output goes: its standard output and standard error."""
+
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+
+
 class GuardedCommand:
     """A shell command in its own process group, recorded in ``record_dir`` (when given) before it runs."""
 
-    def __init__(self, cmd: str, *, cwd: Path, env: Mapping[str, str], stdout: IO[bytes], stderr: IO[bytes],
-                 record_dir: Path | None, kind: str = "gate"):
+    def __init__(self, cmd: str, *, cwd: Path, env: Mapping[str, str], output: Output, record_dir: Path | None,
+                 kind: str = "gate"):
         preexec = _die_with_parent(os.getpid()) if _prctl is not None else None
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", GUARD, "odin-guard", cmd], cwd=cwd, env=env, stdin=subprocess.PIPE,
-            stdout=stdout, stderr=stderr, start_new_session=True, preexec_fn=preexec,
+            stdout=output.stdout, stderr=output.stderr, start_new_session=True, preexec_fn=preexec,
         )
         self.record: Record | None = None
         try:

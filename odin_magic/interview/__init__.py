@@ -4,6 +4,7 @@
 * :mod:`.convergence` — the computed numbers and the stop condition;
 * :mod:`.topology` — round 0's edit grammar;
 * :mod:`.ledger` — ``interview-log.md`` and ``spec.md``;
+* :mod:`.assessment` — what a scored round changes in the state;
 * :mod:`.protocol` — what a model must answer (:class:`InterviewModel`);
 * :mod:`.session` — the resumable state machine;
 * :mod:`.runner` — the engine-facing entry points;
@@ -21,7 +22,7 @@ _WHERE = {
     "InterviewState": "models", "PendingQuestion": "models",
     "Exchange": "protocol", "InterviewBrief": "protocol", "InterviewModel": "protocol", "Reply": "protocol",
     "ScriptedInterviewModel": "scripted",
-    "InterviewError": "session", "InterviewSession": "session", "state_path": "session",
+    "InterviewError": "session", "InterviewPlace": "session", "InterviewSession": "session", "state_path": "session",
 }
 
 
@@ -37,5 +38,5 @@ def __getattr__(name: str):
 __all__ = [
     "BROWNFIELD_WEIGHTS", "GREENFIELD_WEIGHTS", "StopCheck", "component_ambiguity", "ontology_stability",
     "stop_check", "InterviewState", "PendingQuestion", "Exchange", "InterviewBrief", "InterviewModel", "Reply",
-    "ScriptedInterviewModel", "InterviewError", "InterviewSession", "state_path",
+    "ScriptedInterviewModel", "InterviewError", "InterviewPlace", "InterviewSession", "state_path",
 ]

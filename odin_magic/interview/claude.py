@@ -28,11 +28,11 @@ from odin_magic.workers.config import Settings, usage_with_cost
 from odin_magic.core.confine import is_confined
 from odin_magic.runs.state import Usage
 from odin_magic.workers.base import WorkerError
-from odin_magic.workers.claude import (
+from odin_magic.workers.client import (
     api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
 )
 from odin_magic.workers.prompts import system_blocks
-from odin_magic.workers.structured import ask_structured
+from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.interview.convergence import CODE_SUFFIXES, IGNORED_DIRS
 from odin_magic.interview.models import (
     AutoAnswer, Candidates, ChallengeProbe, ComponentProposal, ContextFindings, QuestionDraft,
@@ -108,51 +108,44 @@ class ClaudeInterviewModel:
 
     async def _aask(self, brief: InterviewBrief, purpose: str, instruction: str, output: type[M]) -> Reply[M]:
         model = self.settings.model
+        what = f"interview {purpose} of stage {brief.stage}"
         content = brief.render() + "\n\n---\n" + instruction
-        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         usage = Usage()
         problem = ""
+
+        def count(reply: Any) -> None:  # every reply counts, one that does not fit the schema too
+            nonlocal usage
+            usage = usage + usage_with_cost(self.settings, model, usage_of(reply))
+
+        def again(answer: Any, attempt: int) -> Retry:
+            nonlocal problem
+            retry = _interview_retry(answer, output, content)
+            problem = retry.problem
+            return retry
+
+        request = {
+            "model": model, "max_tokens": min(self.settings.max_tokens, MAX_TOKENS), "system": system_blocks(RULES),
+            "messages": [{"role": "user", "content": content}],
+            "extra_headers": {"x-odin-stage": brief.stage, "x-odin-purpose": f"interview-{purpose}",
+                              "x-odin-call": uuid.uuid4().hex},
+        }
         client = self._client_factory()
         try:
-            for attempt in (1, 2):
-                try:
-                    answer = await ask_structured(
-                        client, output,
-                        model=model,
-                        max_tokens=min(self.settings.max_tokens, MAX_TOKENS),
-                        system=system_blocks(RULES),
-                        messages=messages,
-                        extra_headers={
-                            "x-odin-stage": brief.stage,
-                            "x-odin-purpose": f"interview-{purpose}",
-                            "x-odin-call": uuid.uuid4().hex,
-                        },
-                    )
-                except anthropic.AnthropicError as exc:
-                    err = api_failure(exc, self.settings, f"interview {purpose} of stage {brief.stage}")
-                    err.usage = usage
-                    raise err from exc
-                except ValueError as exc:  # a body that is not JSON, or not a message
-                    err = malformed_reply(exc, f"interview {purpose} of stage {brief.stage}")
-                    err.usage = usage
-                    raise err from exc
-                # every reply counts, one that does not fit the schema too: its tokens were spent
-                usage = usage + usage_with_cost(self.settings, model, usage_of(answer.reply))
-                if answer.value is not None:
-                    return Reply(answer.value, usage)
-                if answer.error is not None:
-                    problem = f"the reply did not fit {output.__name__} ({answer.error.errors()[0]['msg']})"
-                    messages = [
-                        {"role": "user", "content": content},
-                        {"role": "assistant", "content": "(an answer that did not fit the schema)"},
-                        {"role": "user", "content": f"That answer was not valid: {problem}. Answer again, JSON only."},
-                    ]
-                else:
-                    problem = "the model refused"
+            value = await ask_until_valid(client, output, request, count, again)
+        except anthropic.AnthropicError as exc:
+            err = api_failure(exc, self.settings, what)
+            err.usage = usage
+            raise err from exc
+        except ValueError as exc:  # a body that is not JSON, or not a message
+            err = malformed_reply(exc, what)
+            err.usage = usage
+            raise err from exc
         finally:
             await client.close()
+        if value is not None:
+            return Reply(value, usage)
         err = WorkerError(
-            f"interview {purpose} of stage {brief.stage}: no usable reply twice ({problem}). "
+            f"{what}: no usable reply twice ({problem}). "
             "The interview keeps its question: answer again (or `odin run`) to retry."
         )
         err.usage = usage  # what the two replies cost: counted against the budget
@@ -256,6 +249,18 @@ class ClaudeInterviewModel:
                   "the spec cannot be built without it), and name the open questions this answer resolved. If the "
                   "round had a challenge, say in one line what it led to."]
         return self._ask(brief, "score", "\n".join(lines), RoundAssessment)
+
+
+def _interview_retry(answer: Any, output: type[BaseModel], content: str) -> Retry:
+    """Why an interview reply has no value, and the messages that ask for one again."""
+    if answer.error is None:
+        return Retry("the model refused", [{"role": "user", "content": content}])
+    problem = f"the reply did not fit {output.__name__} ({answer.error.errors()[0]['msg']})"
+    return Retry(problem, [
+        {"role": "user", "content": content},
+        {"role": "assistant", "content": "(an answer that did not fit the schema)"},
+        {"role": "user", "content": f"That answer was not valid: {problem}. Answer again, JSON only."},
+    ])
 
 
 def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, str] | None = None):

@@ -62,6 +62,46 @@ def final_per_component(state: InterviewState) -> str:
     return " · ".join(f"{name} {num(a)}" for name, a in per.items()) or "—"
 
 
+def _round_lines(state: InterviewState, rnd: RoundRecord, previous: dict[str, ClarityScores]) -> list[str]:
+    """One round in the log: challenge, question and answer, the scores that changed, the numbers and notes."""
+    out = ["", f"### Round {rnd.number} | targeting: {rnd.dimension} · {rnd.component}"]
+    ch = rnd.challenge
+    if ch is None:
+        out.append("challenge: —")
+    elif ch.skipped_reason:
+        out.append(f"challenge: {ch.kind} not fired — {ch.skipped_reason}")
+    else:
+        outcome = ch.outcome or ch.answer or "(no outcome)"
+        out.append(f'challenge: {ch.kind} → "{ch.probe}" → {outcome}')
+    out.append(f"Q: {rnd.question}")
+    for i, opt in enumerate(rnd.options, 1):
+        out.append(f"   option {i}: {opt.answer} (confidence {opt.confidence})")
+    if rnd.answered_by == "auto" and rnd.auto_answer is not None:
+        out.append(f"A (auto-answer, confidence {rnd.auto_answer.confidence}; carried as an assumption): {rnd.answer}")
+    elif rnd.answered_by == "option":
+        out.append(f"A (picked an offered candidate): {rnd.answer}")
+    else:
+        out.append(f"A: {rnd.answer}")
+    shown = [rnd.component] + [
+        name for name, s in rnd.scores.items() if name != rnd.component and previous.get(name, ClarityScores()) != s
+    ]
+    for name in shown:
+        if name in rnd.scores:
+            out.append(
+                f"scores ({name}): {_scores_line(rnd.scores[name], state.weights)}"
+                f"   → ambiguity {num(rnd.component_ambiguity.get(name))}"
+            )
+    out.append(f"run ambiguity: {num(rnd.ambiguity)}   (worst: {rnd.worst})")
+    out.append(f"ontology: {rnd.entities} entities, stability {_stability(rnd)}")
+    if rnd.capped:
+        out.append("clarity cap .85 (auto-answer only): " + ", ".join(rnd.capped))
+    for note in rnd.assist:
+        out.append(f"auto-assist: {note.text}")
+    for note in rnd.notes:
+        out.append(f"note: {note}")
+    return out
+
+
 def render_log(state: InterviewState) -> str:
     out = [
         f"# Interview Log — {state.task}   (deep interview)",
@@ -86,41 +126,7 @@ def render_log(state: InterviewState) -> str:
         out.append("(none yet)")
     previous: dict[str, ClarityScores] = {}
     for r in state.rounds:
-        out += ["", f"### Round {r.number} | targeting: {r.dimension} · {r.component}"]
-        ch = r.challenge
-        if ch is None:
-            out.append("challenge: —")
-        elif ch.skipped_reason:
-            out.append(f"challenge: {ch.kind} not fired — {ch.skipped_reason}")
-        else:
-            outcome = ch.outcome or ch.answer or "(no outcome)"
-            out.append(f'challenge: {ch.kind} → "{ch.probe}" → {outcome}')
-        out.append(f"Q: {r.question}")
-        for i, opt in enumerate(r.options, 1):
-            out.append(f"   option {i}: {opt.answer} (confidence {opt.confidence})")
-        if r.answered_by == "auto" and r.auto_answer is not None:
-            out.append(f"A (auto-answer, confidence {r.auto_answer.confidence}; carried as an assumption): {r.answer}")
-        elif r.answered_by == "option":
-            out.append(f"A (picked an offered candidate): {r.answer}")
-        else:
-            out.append(f"A: {r.answer}")
-        shown = [r.component] + [
-            name for name, s in r.scores.items() if name != r.component and previous.get(name, ClarityScores()) != s
-        ]
-        for name in shown:
-            if name in r.scores:
-                out.append(
-                    f"scores ({name}): {_scores_line(r.scores[name], state.weights)}"
-                    f"   → ambiguity {num(r.component_ambiguity.get(name))}"
-                )
-        out.append(f"run ambiguity: {num(r.ambiguity)}   (worst: {r.worst})")
-        out.append(f"ontology: {r.entities} entities, stability {_stability(r)}")
-        if r.capped:
-            out.append("clarity cap .85 (auto-answer only): " + ", ".join(r.capped))
-        for note in r.assist:
-            out.append(f"auto-assist: {note.text}")
-        for note in r.notes:
-            out.append(f"note: {note}")
+        out += _round_lines(state, r, previous)
         previous = dict(r.scores)
     out += [
         "",

@@ -27,7 +27,7 @@ from odin_magic.interview.awaiting import AwaitingAnswer, render_question  # noq
 from odin_magic.interview.convergence import stop_check
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.protocol import InterviewModel
-from odin_magic.interview.session import InterviewSession, load_state, state_path
+from odin_magic.interview.session import InterviewPlace, InterviewSession, load_state, state_path
 
 
 ModelSource = InterviewModel | Callable[[], InterviewModel]
@@ -66,10 +66,9 @@ class DeepInterviewRunner:
             if sink is not None and kind in ("notice", "interview_round", "interview_done"):
                 sink(WorkerEvent(kind="info", stage=job.stage.id, text=text))
 
-        return InterviewSession.open(
-            run_dir=job.run_dir, project_dir=job.project_dir, stage=job.stage, task=job.task, model=self.model,
-            produces=job.produces, clock=self._clock, emit=emit,
-        )
+        place = InterviewPlace(run_dir=job.run_dir, project_dir=job.project_dir, stage=job.stage, task=job.task,
+                               produces=job.produces)
+        return InterviewSession.open(place, self.model, clock=self._clock, emit=emit)
 
     def __call__(self, session: Any, job: StageJob, sink: EventSink) -> StageResult:
         answer = getattr(session, "answer", None)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -31,9 +32,10 @@ from odin_magic.runs.state import InterviewSummary, Usage
 from odin_magic.core.atomic import write_atomic
 from odin_magic.interview import convergence as cv
 from odin_magic.loop.manifest import MANIFEST_NAME, existing_manifest, render_manifest
+from odin_magic.interview.assessment import apply_scores, record_residual, take_assessment
 from odin_magic.interview.ledger import numbered_criteria, render_log, render_spec
 from odin_magic.interview.models import (
-    AutoAssistNote, ChallengeRecord, ClarityScores, Component, Criterion, Draft, InterviewState,
+    AutoAssistNote, ChallengeRecord, ClarityScores, Component, Draft, InterviewState,
     OpenQuestion, PendingQuestion, RoundAssessment, RoundRecord
 )
 from odin_magic.interview.protocol import Exchange, InterviewBrief, InterviewModel, Reply
@@ -87,24 +89,35 @@ def _norm(text: str) -> str:
     return " ".join(text.strip().casefold().rstrip(".!").split())
 
 
+@dataclass(frozen=True)
+class InterviewPlace:
+    """Where an interview happens: its run and project, its stage and the run's task, and the files the
+    stage declares (``produces``: where ``interview-log.md`` and ``spec.md`` go, default the run dir)."""
+
+    run_dir: Path
+    project_dir: Path
+    stage: Stage
+    task: str
+    produces: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """The files a session writes at every transition: its state, the ledger and the spec draft."""
+
+    state: Path
+    log: Path
+    spec: Path
+
+
 class InterviewSession:
-    def __init__(
-        self,
-        state: InterviewState,
-        model: InterviewModel,
-        *,
-        path: Path,
-        log_path: Path,
-        spec_path: Path,
-        stage: Stage | None = None,
-        clock: Clock | None = None,
-        emit: Emit | None = None,
-    ):
+    def __init__(self, state: InterviewState, model: InterviewModel, files: SessionFiles, stage: Stage | None = None,
+                 clock: Clock | None = None, emit: Emit | None = None):
         self.state = state
         self.model = model
-        self.path = Path(path)
-        self.log_path = Path(log_path)
-        self.spec_path = Path(spec_path)
+        self.path = Path(files.state)
+        self.log_path = Path(files.log)
+        self.spec_path = Path(files.spec)
         self._title = stage.display_title if stage else state.stage
         self._goal = (stage.goal or "") if stage else ""
         self._prompt = (stage.prompt or "") if stage else ""
@@ -115,30 +128,21 @@ class InterviewSession:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def open(
-        cls,
-        *,
-        run_dir: Path,
-        project_dir: Path,
-        stage: Stage,
-        task: str,
-        model: InterviewModel,
-        produces: dict[str, Path] | None = None,
-        clock: Clock | None = None,
-        emit: Emit | None = None,
-    ) -> "InterviewSession":
-        """Load the stage's interview from ``run_dir``, or begin a new one."""
+    def open(cls, place: InterviewPlace, model: InterviewModel, *, clock: Clock | None = None,
+             emit: Emit | None = None) -> "InterviewSession":
+        """Load the stage's interview from the run dir, or begin a new one."""
+        stage, run_dir = place.stage, Path(place.run_dir)
         if stage.interview is None:
             raise InterviewError(f"stage {stage.id!r} has no `interview:` block", hint="add `interview: {mode: deep}`")
-        produces = produces or {}
+        produces = place.produces or {}
         path = state_path(run_dir, stage.id)
         state = load_state(path)
         if state is None:
             cfg = stage.interview
-            mode = cv.detect_mode(project_dir)
+            mode = cv.detect_mode(place.project_dir)
             state = InterviewState(
                 stage=stage.id,
-                task=task,
+                task=place.task,
                 threshold=cfg.threshold,
                 hard_cap=cfg.hard_cap,
                 challenges=list(cfg.challenges),
@@ -147,16 +151,8 @@ class InterviewSession:
                 mode=mode,
                 round_cap=cfg.hard_cap,
             )
-        session = cls(
-            state,
-            model,
-            path=path,
-            log_path=produces.get(LOG_FILE, Path(run_dir) / LOG_FILE),
-            spec_path=produces.get(SPEC_FILE, Path(run_dir) / SPEC_FILE),
-            stage=stage,
-            clock=clock,
-            emit=emit,
-        )
+        files = SessionFiles(path, produces.get(LOG_FILE, run_dir / LOG_FILE), produces.get(SPEC_FILE, run_dir / SPEC_FILE))
+        session = cls(state, model, files, stage=stage, clock=clock, emit=emit)
         if not state.started_at:
             state.started_at = session._now()
         return session
@@ -448,7 +444,7 @@ class InterviewSession:
         record.auto_answer = auto
         before, _ = cv.run_ambiguity(st)
         trial = st.model_copy(deep=True)
-        self._apply_scores(trial, record.model_copy(deep=True), assessment, "auto", auto.confidence == "high")
+        apply_scores(trial, record.model_copy(deep=True), assessment, "auto", auto.confidence == "high")
         after, _ = cv.run_ambiguity(trial)
         if not cv.within(before, st.threshold) and cv.within(after, st.threshold):
             st.draft.proposed = assessment
@@ -484,45 +480,12 @@ class InterviewSession:
             self._answer_question(text)
 
     # -- scoring and bookkeeping ---------------------------------------------------
-    def _apply_scores(
-        self, st: InterviewState, record: RoundRecord, assessment: RoundAssessment, by: str, high: bool
-    ) -> None:
-        for update in assessment.scores:
-            comp = st.component(update.component)
-            if comp is None or comp.status != "active":
-                record.notes.append(f"scores for unknown or deferred component {update.component!r} ignored")
-                continue
-            old = st.clarity.get(comp.name, ClarityScores())
-            values = old.model_dump()
-            for dim in st.weights:
-                v = getattr(update, dim)
-                if v is not None:
-                    values[dim] = max(0.0, min(1.0, float(v)))
-            new = ClarityScores(**values)
-            # The clarity cap: what only an auto-answer lifted stays at or below .85 unless it was
-            # confident ("high"). A dimension an auto-answer lifted stays held in later rounds until
-            # a user's answer targets that very dimension.
-            lifted = st.lifted_by.setdefault(comp.name, {})
-            rose = [d for d in st.weights if new.get(d) > old.get(d) + 1e-9]
-            if by == "auto":
-                hold = [] if high else rose
-                for dim in rose:
-                    lifted[dim] = "high" if high else "auto"
-            else:
-                direct = by in ("user", "option") and comp.name == record.component
-                if direct and lifted.get(record.dimension) == "auto":
-                    lifted[record.dimension] = "user"
-                hold = [d for d in rose if lifted.get(d) == "auto"]
-            new, capped = cv.hold_at_cap(old, new, hold)
-            record.capped += [f"{comp.name}.{d}" for d in capped]
-            st.clarity[comp.name] = new
-
     def _commit(self, record: RoundRecord, assessment: RoundAssessment, *, answered_by: str, answer: str) -> None:
         st = self.state
         auto = record.auto_answer if answered_by == "auto" else None
         record.answer = answer
         record.answered_by = answered_by
-        self._apply_scores(st, record, assessment, answered_by, bool(auto and auto.confidence == "high"))
+        apply_scores(st, record, assessment, answered_by, bool(auto and auto.confidence == "high"))
         if answered_by == "auto" and auto is not None:
             st.assumptions.append(auto.assumption)
             record.assist.append(
@@ -533,41 +496,7 @@ class InterviewSession:
             st.open_questions.append(
                 OpenQuestion(text=f"[{record.component}] {record.question}", round=record.number, source="skip")
             )
-        # ontology
-        if assessment.entities:
-            stab = cv.ontology_stability(st.entities, assessment.entities)
-            st.entities = list(assessment.entities)
-            record.entities = len(assessment.entities)
-            if stab is not None:
-                record.stability, record.stable, record.renamed = stab.value, stab.stable, stab.renamed
-        else:
-            record.entities = len(st.entities)
-        # spec material
-        if assessment.goal:
-            st.goal = assessment.goal.strip()
-        for crit in assessment.criteria:
-            comp = st.component(crit.component)
-            if comp is None or comp.status != "active" or not crit.testable or not crit.text.strip():
-                if comp is None:
-                    record.notes.append(f"criterion for unknown component {crit.component!r} ignored")
-                continue
-            if not any(c.text.casefold() == crit.text.strip().casefold() for c in st.criteria):
-                st.criteria.append(Criterion(component=comp.name, text=crit.text.strip(), round=record.number))
-        for item in assessment.edge_cases:
-            if item.strip() and item.strip() not in st.edge_cases:
-                st.edge_cases.append(item.strip())
-        for item in assessment.out_of_scope:
-            if item.strip() and item.strip() not in st.out_of_scope:
-                st.out_of_scope.append(item.strip())
-        for q in assessment.open_questions:
-            if q.text.strip() and not any(o.text.casefold() == q.text.strip().casefold() for o in st.open_questions):
-                st.open_questions.append(OpenQuestion(text=q.text.strip(), blocking=q.blocking, round=record.number))
-        resolved = {r.strip().casefold() for r in assessment.resolved_questions}
-        for q in st.open_questions:
-            if q.text.casefold() in resolved:
-                q.resolved = True
-        if record.challenge is not None and record.challenge.probe:
-            record.challenge.outcome = (assessment.challenge_outcome or record.challenge.answer or "").strip() or None
+        take_assessment(st, record, assessment)
         # numbers
         record.scores = {c.name: st.clarity.get(c.name, ClarityScores()) for c in st.active}
         record.component_ambiguity = cv.component_ambiguities(st)
@@ -606,7 +535,7 @@ class InterviewSession:
         st.draft = None
         st.ended_at = self._now()
         if by != "converged":
-            self._record_residual(accepted=by == "user")
+            record_residual(st, accepted=by == "user")
         self._save()
         check = cv.stop_check(st)
         self._emit(
@@ -614,29 +543,6 @@ class InterviewSession:
             f"interview finished ({by}) after {st.round} rounds: ambiguity {check.ambiguity:.2f}",
             {"summary": self.summary().model_dump(mode="json"), "stopped_by": by, "stop_condition": check.holds},
         )
-
-    def _record_residual(self, accepted: bool) -> None:
-        """What is still unclear at a stop short of convergence, as Open Questions. ``accepted`` (``proceed``):
-        the user accepts it, so the gate passes on it (``accepted_ambiguity``) and it is not asked about again."""
-        st = self.state
-        per = cv.component_ambiguities(st)
-        suffix, source = (" — accepted by the user", "accepted") if accepted else ("", "hard_cap")
-        residual = []
-        for comp in st.active:
-            amb = per[comp.name]
-            if cv.within(amb, st.threshold):
-                continue
-            scores = st.clarity.get(comp.name, ClarityScores())
-            weakest = min(st.weights, key=lambda d: scores.get(d))
-            residual.append(f"[{comp.name}] residual ambiguity {amb:.2f} above the target {st.threshold:.2f} "
-                            f"(weakest: {weakest} {scores.get(weakest):.2f}){suffix}")
-        if accepted:
-            residual += [f"[{name}] no testable acceptance criterion yet{suffix}"
-                         for name in cv.stop_check(st).missing_criteria]
-            st.accepted_ambiguity = cv.run_ambiguity(st)[0]
-        for text in residual:
-            if not any(q.text == text for q in st.open_questions):
-                st.open_questions.append(OpenQuestion(text=text, round=st.round, source=source))
 
     # -- persistence ---------------------------------------------------------------
     def _now(self) -> str:

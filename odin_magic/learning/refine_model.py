@@ -93,12 +93,12 @@ def model_rules(loop: Loop, text: str, stats: LoopStats, already: list[str], mod
 
 async def _ask(loop: Loop, text: str, stats: LoopStats, already: list[str], model: RefineModel) -> ModelProposals:
     from odin_magic.workers.prompts import system_blocks
-    from odin_magic.workers.structured import ask_twice
+    from odin_magic.workers.structured import Question, ask_twice
 
     content = (f"The loop ({loop.name}.yaml):\n{text}\n\nThe aggregates of its runs (JSON):\n"
                f"{stats.model_dump_json()[:20_000]}\n\nRule-based proposals already made:\n"
                + ("\n".join(f"- {t}" for t in already) or "(none)"))
-    return await ask_twice(
-        model.settings, model.client_factory, ModelProposals, system=system_blocks(RULES), content=content,
+    return await ask_twice(model.settings, model.client_factory, ModelProposals, Question(
+        system=system_blocks(RULES), content=content,
         headers={"x-odin-stage": loop.name, "x-odin-purpose": "refine", "x-odin-call": uuid.uuid4().hex},
-        what="asking the model for refinements", hint="run refine without --model for the rule-based proposals")
+        what="asking the model for refinements", hint="run refine without --model for the rule-based proposals"))

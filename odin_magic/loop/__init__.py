@@ -1,10 +1,12 @@
 """A loop as data: the YAML file of stages, read, checked and edited.
 
 Owns the schema (``schema``: ``Loop``, ``Stage``, ``Gate``...), safe YAML with field
-marks (``yamlsource``), validation with located diagnostics (``validation``), loop
-resolution (``catalog``), exact text edits of a loop file (``loopedit``), roles and their
-personas (``roles``), where an artifact lives (``artifacts``), the acceptance manifest
-(``manifest``) and the default loop's name (``defaults``).
+marks (``yamlsource``), validation with located diagnostics (``validation``; the reports
+and diagnostics in ``diagnostics``, pydantic's errors told in ``schema_errors``, a stage's
+rules in ``stage_rules``), loop resolution (``catalog``), exact text edits of a loop file
+(``loopedit``), roles and their personas (``roles``), where an artifact lives
+(``artifacts``), the acceptance manifest (``manifest``) and the default loop's name
+(``defaults``).
 
 May import: ``core``.
 

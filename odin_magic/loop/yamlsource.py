@@ -178,7 +178,7 @@ class _Builder:
             self._count(1, line, column)
             value = self._scalar(event, line, column)
             info = NodeInfo(line, column, line, column)
-            self._add(value, info, event, line, column, is_merge=self._is_merge(event))
+            self._add(value, info, line, column, anchor=event.anchor, is_merge=self._is_merge(event))
         elif isinstance(event, DocumentStartEvent):
             self.documents += 1
             if self.documents > 1:
@@ -194,52 +194,60 @@ class _Builder:
             value, info = self.anchors[event.anchor]
             self._count(info.size, line, column, alias=True)
             alias_info = NodeInfo(line, column, line, column, info.kind, info.children, info.size)
-            self._add(value, alias_info, event, line, column)
+            self._add(value, alias_info, line, column)
         elif isinstance(event, (MappingStartEvent, SequenceStartEvent)):
-            self._count(1, line, column)
-            is_map = isinstance(event, MappingStartEvent)
-            allowed = _TAG + ("map" if is_map else "seq")
-            if event.tag not in (None, "!", allowed):
-                self._refuse_tag(event.tag, line, column)
-            if self._expecting_key():
-                raise YamlError(
-                    "a mapping key must be a plain value, not a " + ("mapping" if is_map else "list"),
-                    line,
-                    column,
-                    hint="write keys as plain words, e.g. 'gate:'",
-                )
-            if len(self.stack) >= MAX_DEPTH:
-                raise YamlError(
-                    f"nesting deeper than {MAX_DEPTH} levels",
-                    line,
-                    column,
-                    hint="a loop file is only a few levels deep; flatten the structure",
-                )
-            kind = "map" if is_map else "seq"
-            self.stack.append(
-                {
-                    "kind": kind,
-                    "data": {} if is_map else [],
-                    "info": NodeInfo(line, column, line, column, kind, {} if is_map else []),
-                    "anchor": event.anchor,
-                    "key": _NO_KEY,
-                    "key_pos": (line, column),
-                    "key_is_merge": False,
-                    "merges": [],
-                    "keys": {},
-                }
-            )
+            self._start_collection(event, line, column)
         elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
-            frame = self.stack.pop()
-            data, info = frame["data"], frame["info"]
-            if frame["kind"] == "map":
-                for merged, merged_info in frame["merges"]:
-                    for k, v in merged.items():
-                        if k not in data:
-                            data[k] = v
-                            info.children[k] = merged_info.children[k]
-            info.size = 1 + sum(child.size for child in (info.children.values() if isinstance(info.children, dict) else info.children))
-            self._add(data, info, frame, line, column, anchor=frame["anchor"], closing=True)
+            self._end_collection(line, column)
+
+    def _start_collection(self, event, line: int, column: int) -> None:
+        """A mapping or a list begins: checked (tag, not a key, depth) and pushed as a frame."""
+        self._count(1, line, column)
+        is_map = isinstance(event, MappingStartEvent)
+        allowed = _TAG + ("map" if is_map else "seq")
+        if event.tag not in (None, "!", allowed):
+            self._refuse_tag(event.tag, line, column)
+        if self._expecting_key():
+            raise YamlError(
+                "a mapping key must be a plain value, not a " + ("mapping" if is_map else "list"),
+                line,
+                column,
+                hint="write keys as plain words, e.g. 'gate:'",
+            )
+        if len(self.stack) >= MAX_DEPTH:
+            raise YamlError(
+                f"nesting deeper than {MAX_DEPTH} levels",
+                line,
+                column,
+                hint="a loop file is only a few levels deep; flatten the structure",
+            )
+        kind = "map" if is_map else "seq"
+        self.stack.append(
+            {
+                "kind": kind,
+                "data": {} if is_map else [],
+                "info": NodeInfo(line, column, line, column, kind, {} if is_map else []),
+                "anchor": event.anchor,
+                "key": _NO_KEY,
+                "key_pos": (line, column),
+                "key_is_merge": False,
+                "merges": [],
+                "keys": {},
+            }
+        )
+
+    def _end_collection(self, line: int, column: int) -> None:
+        """A mapping or a list ends: its merges applied, its size counted, added to its parent."""
+        frame = self.stack.pop()
+        data, info = frame["data"], frame["info"]
+        if frame["kind"] == "map":
+            for merged, merged_info in frame["merges"]:
+                for k, v in merged.items():
+                    if k not in data:
+                        data[k] = v
+                        info.children[k] = merged_info.children[k]
+        info.size = 1 + sum(child.size for child in (info.children.values() if isinstance(info.children, dict) else info.children))
+        self._add(data, info, line, column, anchor=frame["anchor"])
 
     # -- helpers --------------------------------------------------------------
     def _expecting_key(self) -> bool:
@@ -280,9 +288,8 @@ class _Builder:
         except (yaml.YAMLError, ValueError) as exc:
             raise YamlError(f"cannot read the value {event.value!r}: {exc}", line, column) from None
 
-    def _add(self, value, info: NodeInfo, event, line, column, *, anchor=None, is_merge=False, closing=False) -> None:
-        if not closing:
-            anchor = getattr(event, "anchor", None) if not isinstance(event, AliasEvent) else None
+    def _add(self, value, info: NodeInfo, line, column, *, anchor=None, is_merge=False) -> None:
+        """A finished node (``anchor``: the name it is anchored under) into its parent, or as the result."""
         if anchor:
             self.anchors[anchor] = (value, info)
         if not self.stack:

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ from contextlib import AsyncExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator
 
 import anthropic
 import httpx2
@@ -43,61 +42,28 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext
 from pydantic import ValidationError
 
 from odin_magic.workers.config import Settings, usage_with_cost
-from odin_magic.core.errors import ConfigError
 from odin_magic.core.processes import reap_orphans
 from odin_magic.loop.roles import STUB_DIR, load_persona, policy_for
-from odin_magic.core.secrets import redact, redact_request, register
+from odin_magic.core.secrets import redact
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import Usage
 from odin_magic.workers.base import (
     EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 )
+from odin_magic.workers.client import (
+    ClientFactory, api_failure, api_message, default_client_factory, has_credentials, malformed_reply, require_credentials,
+    run_coroutine, usage_of,
+)
 from odin_magic.workers.conversation import RunThread, estimate_tokens
-from odin_magic.workers.structured import ask_structured
+from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
-from odin_magic.workers.toolbox import RoleToolbox, bash_environment, edit_checker
-
-ClientFactory = Callable[[], AsyncAnthropic]
-T = TypeVar("T")
+from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
 
 JUDGE_MAX_TOKENS = 4_096
 REFUSALS_FILE = "tool-refusals.jsonl"  # in the run dir: every refused tool call
 SUMMARY_CHARS = 2_000
-
-
-def has_credentials(client: AsyncAnthropic) -> bool:
-    """Whether the SDK found a credential (key, token, profile or federation) for ``client``."""
-    return bool(client.api_key or client.auth_token or getattr(client, "credentials", None))
-
-
-def default_client_factory(settings: Settings) -> ClientFactory:
-    def make() -> AsyncAnthropic:
-        client = AsyncAnthropic(base_url=settings.base_url, max_retries=settings.max_retries, timeout=settings.timeout,
-                                middleware=[redact_request])
-        register(client.api_key, "ANTHROPIC_API_KEY")  # also when it came from a profile, not the environment
-        register(client.auth_token, "ANTHROPIC_AUTH_TOKEN")
-        return client
-
-    return make
-
-
-def require_credentials(settings: Settings) -> None:
-    """Raise :class:`ConfigError` before any stage starts when no API credential is available."""
-    try:
-        probe = AsyncAnthropic(base_url=settings.base_url, max_retries=0)
-    except anthropic.AnthropicError as exc:  # e.g. a profile that names a missing or unsafe config file
-        raise ConfigError(
-            f"the Anthropic credentials cannot be loaded: {exc}",
-            hint="set ANTHROPIC_API_KEY in the environment, or fix the SDK profile it names",
-        ) from None
-    if not has_credentials(probe):
-        raise ConfigError(
-            "no Anthropic API key found: the Claude worker cannot call the model",
-            hint="set ANTHROPIC_API_KEY in the environment (or ANTHROPIC_AUTH_TOKEN, or an SDK profile via "
-            "ANTHROPIC_PROFILE); to run offline, set ODIN_SCRIPT to a scripted-model YAML, or start a dry run",
-        )
 
 
 class _ReapedChildFilter(logging.Filter):
@@ -124,28 +90,6 @@ def _quiet_unknown_tools() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Tool '.*' not found in tool runner", category=UserWarning)
         yield
-
-
-def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to completion from sync code, also inside a running event loop (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())  # type: ignore[arg-type]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="odin-worker") as pool:
-        return pool.submit(lambda: asyncio.run(factory())).result()  # type: ignore[arg-type]
-
-
-def usage_of(message: Any) -> Usage:
-    u = getattr(message, "usage", None)
-    if u is None:
-        return Usage()
-    return Usage(
-        input_tokens=u.input_tokens or 0,
-        output_tokens=u.output_tokens or 0,
-        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
-        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
-    )
 
 
 def assistant_param(message: Any) -> dict[str, Any]:
@@ -222,56 +166,6 @@ def backoff(retry: int) -> float:
     return min(0.5 * 2 ** (retry - 1), 8.0) * (1 - 0.25 * random.random())
 
 
-def _api_message(exc: Exception) -> str:
-    """The API's own error text (``overloaded_error: Overloaded``), not the SDK's dump of the body."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
-        message, kind = error.get("message"), error.get("type")
-        if message:
-            return f"{kind}: {message}" if kind else str(message)
-    return str(getattr(exc, "message", exc))
-
-
-def api_failure(exc: Exception, settings: Settings, what: str, model: str | None = None) -> WorkerError:
-    """A clear, resumable WorkerError for an SDK exception (``model``: the one called, default the settings')."""
-    again = "The run stays resumable: `odin run` (or %odin run) performs this step again."
-    n = settings.max_retries
-    retries = f"after {n} {'retry' if n == 1 else 'retries'}"
-    detail = _api_message(exc)
-    if isinstance(exc, anthropic.AuthenticationError):
-        return WorkerError(f"{what}: the API rejected the credentials (401: {detail}). Check ANTHROPIC_API_KEY. {again}")
-    if isinstance(exc, anthropic.PermissionDeniedError):
-        return WorkerError(f"{what}: the API key may not use this model or endpoint (403: {detail}). {again}")
-    if isinstance(exc, anthropic.NotFoundError):
-        return WorkerError(f"{what}: not found (404: {detail}); is the model name {model or settings.model!r} right? {again}")
-    if isinstance(exc, anthropic.BadRequestError):
-        hint = " Lower ODIN_CONTEXT_BUDGET so the inline thread is trimmed sooner." if "too long" in detail else ""
-        return WorkerError(f"{what}: the API refused the request (400: {detail}).{hint} {again}")
-    if isinstance(exc, anthropic.APIStatusError) and exc.status_code < 400:
-        # an `error` event inside a reply that had begun (HTTP 200): the SDK cannot retry those
-        return WorkerError(f"{what}: the API reported an error in the middle of its reply ({detail}). {again}")
-    if isinstance(exc, anthropic.APIStatusError):
-        return WorkerError(f"{what}: the API answered {exc.status_code} {retries} ({detail}). {again}")
-    if isinstance(exc, anthropic.APITimeoutError):
-        return WorkerError(f"{what}: the API timed out {retries}. {again}")
-    if isinstance(exc, anthropic.APIConnectionError) and isinstance(exc.__cause__, (httpx2.RemoteProtocolError, httpx2.ReadError)):
-        return WorkerError(f"{what}: the connection dropped before the reply was complete, {retries} ({exc.__cause__}). {again}")
-    if isinstance(exc, anthropic.APIConnectionError):
-        where = f"{settings.base_url} (ANTHROPIC_BASE_URL)" if settings.base_url else "the Anthropic API"
-        return WorkerError(f"{what}: cannot reach {where} {retries} ({exc}). {again}")
-    return WorkerError(f"{what}: {type(exc).__name__}: {exc}. {again}")
-
-
-def malformed_reply(exc: Exception, what: str) -> WorkerError:
-    """A resumable WorkerError for a reply the SDK could not read (not JSON, not server-sent events)."""
-    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return WorkerError(
-        f"{what}: the API sent a malformed reply ({detail}). "
-        "The run stays resumable: `odin run` (or %odin run) performs this step again."
-    )
-
-
 def over_budget(loop: Loop, used: Usage) -> str | None:
     """Why ``used`` is past the loop's budget, or None."""
     return loop.budget.exceeded(used.total_tokens, used.cost_usd) if loop.budget is not None else None
@@ -335,21 +229,7 @@ class ClaudeWorker:
             events(WorkerEvent(kind=kind, stage=stage_id, text=text))  # type: ignore[arg-type]
 
         policy = policy_for(job.agent)
-        persona = load_persona(job.agent.role, job.project_dir)
-        fresh = job.agent.fresh
-        brief = stage_brief(job, policy, persona, fresh=fresh)
-        thread: RunThread | None = None
-        if fresh:
-            system = system_blocks(WORKER_RULES, persona)
-            messages: list[dict[str, Any]] = [{"role": "user", "content": brief}]
-        else:
-            system = system_blocks(WORKER_RULES, loop_context(job.loop))
-            thread = RunThread.load(job.run_dir)
-            reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
-            dropped = thread.fit(self.settings.context_budget, reserve)
-            if dropped:
-                emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
-            messages = thread.request_messages(brief)
+        system, messages, thread = self._opening(job, policy, emit)
         prior = job.spent  # the loop's budget also bounds a stage while it runs
         start = len(messages) - 1  # the new stage's user message
         history = list(messages)
@@ -362,16 +242,12 @@ class ClaudeWorker:
             ctx = await stack.enter_async_context(
                 AgentToolContext(workdir=str(job.project_dir), allowed_roots=[Path(job.run_dir)], env=env)
             )
-            toolbox = RoleToolbox(
-                ctx,
-                policy,
-                produces=list(job.produces.values()),
-                stub_dir=Path(job.run_dir) / STUB_DIR,
-                on_call=lambda line: emit("tool", line),
-                on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
-                on_error=lambda msg: emit("info", msg),
-                check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env),
-            )
+            reports = ToolReports(on_call=lambda line: emit("tool", line),
+                                  on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
+                                  on_error=lambda msg: emit("info", msg))
+            toolbox = RoleToolbox(ctx, policy, produces=list(job.produces.values()),
+                                  stub_dir=Path(job.run_dir) / STUB_DIR, reports=reports,
+                                  check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env))
             stack.callback(reap_orphans, Path(job.run_dir), "bash")  # after the shell: what it left running
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
             turns = _Turns(history=history, prior=prior, text_out=text_out, emit=emit)
@@ -400,6 +276,23 @@ class ClaudeWorker:
             summary = (summary + f"\n({len(toolbox.refusals)} tool call(s) refused by the {policy.name} policy)").strip()
         return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks],
                            report=final_text(last) if last is not None else "")
+
+    def _opening(self, job: StageJob, policy: Any, emit: Callable[[str, str], None]
+                 ) -> tuple[Any, list[dict[str, Any]], RunThread | None]:
+        """The stage's system prompt and first messages: a fresh context holds the persona and the brief; an
+        inline one continues the run's thread (returned, to be saved), trimmed to its token budget."""
+        persona = load_persona(job.agent.role, job.project_dir)
+        fresh = job.agent.fresh
+        brief = stage_brief(job, policy, persona, fresh=fresh)
+        if fresh:
+            return system_blocks(WORKER_RULES, persona), [{"role": "user", "content": brief}], None
+        system = system_blocks(WORKER_RULES, loop_context(job.loop))
+        thread = RunThread.load(job.run_dir)
+        reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
+        dropped = thread.fit(self.settings.context_budget, reserve)
+        if dropped:
+            emit("info", f"thread trimmed to its token budget: earlier turns of {', '.join(dropped)} summarised")
+        return system, thread.request_messages(brief), thread
 
     async def _converse(self, client: AsyncAnthropic, job: StageJob, system: Any, toolbox: RoleToolbox,
                         turns: _Turns) -> None:
@@ -494,7 +387,7 @@ class ClaudeWorker:
             if exc.status_code >= 400 or kind not in _TRANSIENT_ERRORS:
                 raise
             self._count_partial(stream, turns, started)
-            raise _Interrupted(f"the API reported an error in the middle of its reply ({_api_message(exc)})") from None
+            raise _Interrupted(f"the API reported an error in the middle of its reply ({api_message(exc)})") from None
         finally:
             turns.text_out.flush()
         if not started:
@@ -529,50 +422,53 @@ class ClaudeWorker:
 
         model = self.settings.verdict_model
         brief = judge_brief(job)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": brief}]
         usage = Usage()
         problems: list[str] = []
+
+        def count(reply: Any) -> None:  # every reply counts, a verdict that fails validation too
+            nonlocal usage
+            usage = usage + self._cost(model, usage_of(reply), emit)
+
+        def again(answer: Any, attempt: int) -> Retry:
+            retry = _verdict_retry(answer, brief)
+            problems.append(retry.problem)
+            emit(f"judge: {retry.problem}" + ("; asking again" if attempt == 1 else ""))
+            return retry
+
+        request = {"model": model, "max_tokens": min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
+                   "system": system_blocks(JUDGE_RULES), "messages": [{"role": "user", "content": brief}],
+                   "extra_headers": self._tags(stage_id, "judge", job.run_dir, job.project_dir)}
         async with AsyncExitStack() as stack:
             client = self._client_factory()
             stack.push_async_callback(client.close)
-            for attempt in (1, 2):
-                try:
-                    answer = await ask_structured(
-                        client, Verdict,
-                        model=model,
-                        max_tokens=min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
-                        system=system_blocks(JUDGE_RULES),
-                        messages=messages,
-                        extra_headers=self._tags(stage_id, "judge", job.run_dir, job.project_dir),
-                    )
-                except anthropic.AnthropicError as exc:
-                    err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
-                    err.usage = usage
-                    raise err from exc
-                except ValueError as exc:  # a body that is not JSON, or not a message
-                    err = malformed_reply(exc, f"gate judge of stage {stage_id}")
-                    err.usage = usage
-                    raise err from exc
-                # every reply counts, a verdict that fails validation too: its tokens were spent
-                usage = usage + self._cost(model, usage_of(answer.reply), emit)
-                if answer.value is not None:
-                    return JudgeResult(verdict=answer.value, usage=usage)
-                if answer.error is not None:
-                    exc = answer.error
-                    problem = (f"malformed or refused verdict ({exc.error_count()} validation error(s): "
-                               f"{exc.errors()[0]['msg']})")
-                    messages = [
-                        {"role": "user", "content": brief},
-                        {"role": "assistant", "content": "(an answer that was not a valid verdict)"},
-                        {"role": "user", "content": f"That answer was not a valid verdict: {problem}. "
-                         "Answer again with the verdict only, as the JSON schema requires."},
-                    ]
-                else:
-                    problem = "the judge refused to answer"
-                problems.append(problem)
-                emit(f"judge: {problem}" + ("; asking again" if attempt == 1 else ""))
+            try:
+                verdict = await ask_until_valid(client, Verdict, request, count, again)
+            except anthropic.AnthropicError as exc:
+                err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
+                err.usage = usage
+                raise err from exc
+            except ValueError as exc:  # a body that is not JSON, or not a message
+                err = malformed_reply(exc, f"gate judge of stage {stage_id}")
+                err.usage = usage
+                raise err from exc
+        if verdict is not None:
+            return JudgeResult(verdict=verdict, usage=usage)
         reason = "the judge gave no valid verdict twice: " + "; ".join(problems)
         return JudgeResult(Verdict(passed=False, reasons=[reason], blocking=[reason]), usage)
+
+
+def _verdict_retry(answer: Any, brief: str) -> Retry:
+    """Why a judge's reply is no verdict, and the messages that ask for one again."""
+    if answer.error is None:
+        return Retry("the judge refused to answer", [{"role": "user", "content": brief}])
+    exc = answer.error
+    problem = f"malformed or refused verdict ({exc.error_count()} validation error(s): {exc.errors()[0]['msg']})"
+    return Retry(problem, [
+        {"role": "user", "content": brief},
+        {"role": "assistant", "content": "(an answer that was not a valid verdict)"},
+        {"role": "user", "content": f"That answer was not a valid verdict: {problem}. "
+         "Answer again with the verdict only, as the JSON schema requires."},
+    ])
 
 
 __all__ = ["ClaudeWorker", "require_credentials", "has_credentials", "run_coroutine"]

@@ -12,7 +12,7 @@ decides what to do with an invalid one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from anthropic import transform_schema
 from pydantic import BaseModel, ValidationError
@@ -55,31 +55,70 @@ async def ask_structured(client: Any, output: type[M], **params: Any) -> Structu
         return Structured(reply, None, exc)
 
 
-async def ask_twice(settings: Any, client_factory: Any, output: type[M], *, system: Any, content: str,
-                    headers: dict[str, str], what: str, hint: str) -> M:
+@dataclass(frozen=True)
+class Retry:
+    """Why a reply gave no value, and the messages to ask again with."""
+
+    problem: str
+    messages: list[dict[str, Any]]
+
+
+async def ask_until_valid(client: Any, output: type[M], request: dict[str, Any],
+                          count: Callable[[Any], None], again: Callable[[Structured[M], int], Retry]) -> M | None:
+    """Ask (:func:`ask_structured`, ``request`` the ``messages.create`` arguments) at most twice: ``count``
+    sees every reply (its usage was spent, valid or not), ``again(answer, attempt)`` tells why a reply
+    without a value failed and what to send next. The value, or None after two replies without one. API
+    errors and a body that is not a message propagate as :func:`ask_structured` raises them."""
+    for attempt in (1, 2):
+        answer = await ask_structured(client, output, **request)
+        count(answer.reply)
+        if answer.value is not None:
+            return answer.value
+        request = {**request, "messages": again(answer, attempt).messages}
+    return None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One structured question outside a run: what is sent, and what a failure says (``what`` was being
+    asked, and the ``hint`` of every :class:`~odin_magic.core.errors.OdinError`)."""
+
+    system: Any
+    content: str
+    headers: dict[str, str]
+    what: str
+    hint: str
+
+
+async def ask_twice(settings: Any, client_factory: Any, output: type[M], question: Question) -> M:
     """One structured question outside a run (``odin new --describe``, ``refine --model``): asked again
     once, with the reason, when the reply does not fit ``output``. Every failure is an
-    :class:`~odin_magic.core.errors.OdinError` that says ``what`` was being asked and ``hint``."""
+    :class:`~odin_magic.core.errors.OdinError` that says ``question.what`` and ``question.hint``."""
     import anthropic
 
     from odin_magic.core.errors import OdinError
-    from odin_magic.workers.claude import api_failure, default_client_factory
+    from odin_magic.workers.client import api_failure, default_client_factory
+
+    what, hint = question.what, question.hint
+    content = question.content
+
+    def again(answer: Structured[M], attempt: int) -> Retry:
+        nonlocal content
+        why = answer.error.errors()[0]["msg"] if answer.error is not None else "it was refused"
+        content += f"\n\nYour last answer did not fit the schema ({why}). Answer again."
+        return Retry(why, [{"role": "user", "content": content}])
 
     client = (client_factory or default_client_factory(settings))()
+    request = {"model": settings.model, "max_tokens": min(settings.max_tokens, 4096), "system": question.system,
+               "messages": [{"role": "user", "content": content}], "extra_headers": question.headers}
     try:
-        for _ in (1, 2):
-            try:
-                answer = await ask_structured(
-                    client, output, model=settings.model, max_tokens=min(settings.max_tokens, 4096), system=system,
-                    messages=[{"role": "user", "content": content}], extra_headers=headers)
-            except anthropic.AnthropicError as exc:
-                raise OdinError(str(api_failure(exc, settings, what)), hint=hint) from None
-            except ValueError as exc:  # a body that is not a message
-                raise OdinError(f"{what}: the API's reply is not a message ({exc})", hint=hint) from None
-            if answer.value is not None:
-                return answer.value
-            why = answer.error.errors()[0]["msg"] if answer.error is not None else "it was refused"
-            content += f"\n\nYour last answer did not fit the schema ({why}). Answer again."
+        value = await ask_until_valid(client, output, request, lambda reply: None, again)
+    except anthropic.AnthropicError as exc:
+        raise OdinError(str(api_failure(exc, settings, what)), hint=hint) from None
+    except ValueError as exc:  # a body that is not a message
+        raise OdinError(f"{what}: the API's reply is not a message ({exc})", hint=hint) from None
     finally:
         await client.close()
-    raise OdinError(f"{what}: the model gave no usable answer twice", hint=hint)
+    if value is None:
+        raise OdinError(f"{what}: the model gave no usable answer twice", hint=hint)
+    return value

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
@@ -95,6 +96,15 @@ def describe_call(name: str, args: dict[str, Any]) -> str:
     return f"{name} {short(args)}"
 
 
+@dataclass(frozen=True)
+class ToolReports:
+    """Where a toolbox tells what happens: each call (one line), each refused call, each tool error."""
+
+    on_call: Callable[[str], None]
+    on_refused: Callable[[str], None]
+    on_error: Callable[[str], None] | None = None
+
+
 class RoleToolbox:
     """The tools of one stage execution."""
 
@@ -105,18 +115,16 @@ class RoleToolbox:
         *,
         produces: list[Path],
         stub_dir: Path,
-        on_call: Callable[[str], None],
-        on_refused: Callable[[str], None],
-        on_error: Callable[[str], None] | None = None,
+        reports: ToolReports,
         check_edit: EditChecker | None = None,
     ):
         self.ctx = ctx
         self.policy = policy
         self.produces = [self._canonical(p) for p in produces]
         self.stub_dir = self._canonical(stub_dir)
-        self._on_call = on_call
-        self._on_refused = on_refused
-        self._on_error = on_error
+        self._on_call = reports.on_call
+        self._on_refused = reports.on_refused
+        self._on_error = reports.on_error
         self._check_edit = check_edit
         self.refusals: list[str] = []
         self.edit_checks: list[EditCheck] = []  # every fast-fail check made after a write or edit

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from odin_magic.workers.config import Settings
-from odin_magic.interview import InterviewSession
+from odin_magic.interview import InterviewPlace, InterviewSession
 from odin_magic.interview.claude import ClaudeInterviewModel, make_interview_model, project_digest
 from odin_magic.interview.scripted import ScriptedInterviewModel
 from odin_magic.loop.schema import Stage
@@ -49,8 +49,8 @@ def test_a_whole_interview_through_messages_parse(tmp_path):
     (tmp_path / "script.yaml").write_text(SCRIPT)
     fake = ScriptedModel(load_script(tmp_path / "script.yaml"))
     model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0), tmp_path)
-    s = InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage(), task="csv review",
-                              model=model)
+    s = InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage(), task="csv review"),
+                              model)
     q = s.start()
     assert q.kind == "topology" and "C1 Ingestion, C2 Export" in q.text
     q = s.answer("confirm")
@@ -83,7 +83,7 @@ answers:
 """)
     fake = ScriptedModel(load_script(script))
     model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0))
-    s = InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage(), task="t", model=model)
+    s = InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage(), task="t"), model)
     s.start()
     s.answer("confirm")
     with pytest.raises(WorkerError, match="no usable reply twice"):
@@ -136,8 +136,8 @@ def brownfield(tmp_path: Path, script: str):
     (tmp_path / "script.yaml").write_text(script)
     fake = ScriptedModel(load_script(tmp_path / "script.yaml"))
     model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0), tmp_path)
-    s = InterviewSession.open(run_dir=tmp_path / ".odin-loop" / "runs" / "r1", project_dir=tmp_path, stage=stage(),
-                              task="csv review", model=model)
+    s = InterviewSession.open(InterviewPlace(run_dir=tmp_path / ".odin-loop" / "runs" / "r1", project_dir=tmp_path, stage=stage(),
+                              task="csv review"), model)
     return s, fake
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from odin_magic.core.errors import UsageError
-from odin_magic.interview import InterviewError, InterviewSession, ScriptedInterviewModel
+from odin_magic.interview import InterviewError, InterviewPlace, InterviewSession, ScriptedInterviewModel
 from odin_magic.interview.protocol import Reply
 from odin_magic.loop.schema import Stage
 from odin_magic.loop.manifest import validate_manifest_file
@@ -39,8 +39,8 @@ class Harness:
 
     def open(self, model=None) -> InterviewSession:
         return InterviewSession.open(
-            run_dir=self.run_dir, project_dir=self.project, stage=self.stage, task="csv review",
-            model=model or self.model, emit=lambda k, t, d: self.events.append((k, t, d)),
+            InterviewPlace(run_dir=self.run_dir, project_dir=self.project, stage=self.stage, task="csv review"),
+            model or self.model, emit=lambda k, t, d: self.events.append((k, t, d)),
         )
 
     def log(self) -> str:
@@ -574,8 +574,8 @@ rounds:
     with pytest.raises(UsageError, match="rounds.1.assessment"):
         h.session.answer("x")
     assert h.session.pending.round == 1 and h.session.state.round == 0
-    assert InterviewSession.open(run_dir=h.run_dir, project_dir=h.project, stage=h.stage, task="t",
-                                 model=h.model).pending.round == 1
+    assert InterviewSession.open(InterviewPlace(run_dir=h.run_dir, project_dir=h.project, stage=h.stage, task="t"),
+                                 h.model).pending.round == 1
 
 
 def test_empty_answer_and_unreadable_state(tmp_path):

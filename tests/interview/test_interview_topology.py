@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from odin_magic.interview import InterviewSession, ScriptedInterviewModel
+from odin_magic.interview import InterviewPlace, InterviewSession, ScriptedInterviewModel
 from odin_magic.interview.models import Component, InterviewState
 from odin_magic.interview.topology import TopologyEditError, apply_topology_edits, parse_topology_answer
 from odin_magic.loop.schema import Stage
@@ -92,8 +92,8 @@ def open_session(tmp_path: Path, model: ScriptedInterviewModel) -> InterviewSess
     stage = Stage.model_validate({"id": "interview", "interview": {"mode": "deep"},
                                   "produces": ["spec.md", "interview-log.md"],
                                   "gate": {"mode": "ai+human", "check": "converged"}})
-    return InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage,
-                                 task="csv review", model=model)
+    return InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage,
+                                 task="csv review"), model)
 
 
 def test_round0_through_the_session(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from odin_magic.interview import InterviewSession, ScriptedInterviewModel
+from odin_magic.interview import InterviewPlace, InterviewSession, ScriptedInterviewModel
 from odin_magic.notebook.interview_panel import QuestionPanel
 from odin_magic.loop.schema import Stage
 
@@ -25,8 +25,8 @@ def session(tmp_path: Path) -> InterviewSession:
     stage = Stage.model_validate({"id": "interview", "interview": {"mode": "deep", "challenges": []},
                                   "produces": ["spec.md", "interview-log.md"],
                                   "gate": {"mode": "ai+human", "check": "c"}})
-    return InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t",
-                                 model=ScriptedInterviewModel.from_yaml(SCRIPT))
+    return InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t"),
+                                 ScriptedInterviewModel.from_yaml(SCRIPT))
 
 
 def test_buttons_and_the_answer_box_answer_the_interview(tmp_path):

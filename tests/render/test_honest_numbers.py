@@ -123,7 +123,7 @@ def test_a_judge_that_never_gives_a_valid_verdict_still_counts_both_replies(proj
 
 
 def test_interview_replies_that_do_not_fit_the_schema_are_counted_too(tmp_path):
-    from odin_magic.interview import InterviewSession
+    from odin_magic.interview import InterviewPlace, InterviewSession
     from odin_magic.interview.claude import ClaudeInterviewModel
     from odin_magic.loop.schema import Stage
     from odin_magic.workers.base import WorkerError
@@ -144,7 +144,7 @@ answers:
                                   "gate": {"mode": "ai+human", "check": "converged"}})
     fake = ScriptedModel(load_script(script))
     model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0))
-    session = InterviewSession.open(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t", model=model)
+    session = InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage, task="t"), model)
     session.start()
     session.answer("confirm")
     with pytest.raises(WorkerError, match="no usable reply twice") as info:
