@@ -1,13 +1,11 @@
 """The arguments of diff, revert and fork, one definition for ``odin`` and ``%odin`` (docs/revert-fork.md).
 
-:data:`DIFF`, :data:`REVERT` and :data:`FORK` are their specs (:mod:`.spec`); each ``*_arguments``
-function adds one to an argparse parser (the CLI's, or the magic's ``MagicArgumentParser``)."""
+:data:`DIFF`, :data:`REVERT` and :data:`FORK` are their specs (:mod:`.spec`), added to the CLI's parser and to
+the magic's ``MagicArgumentParser``."""
 
 from __future__ import annotations
 
-import argparse
-
-from odin_magic.commands.spec import ODIN, add_arguments, arg
+from odin_magic.commands.spec import arg
 
 DIFF = (
     arg("which", nargs="?", metavar="STAGE|N",
@@ -29,14 +27,3 @@ FORK = (
     arg("--force", action="store_true", help="also restore files you changed by hand since"),
 )
 
-
-def diff_arguments(p: argparse.ArgumentParser) -> None:
-    add_arguments(p, DIFF, ODIN)  # no argument of these is front-end-only: either front end adds the same
-
-
-def revert_arguments(p: argparse.ArgumentParser) -> None:
-    add_arguments(p, REVERT, ODIN)
-
-
-def fork_arguments(p: argparse.ArgumentParser) -> None:
-    add_arguments(p, FORK, ODIN)
