@@ -128,11 +128,11 @@ class RunMagics:
 
     def _show_live(self, runner: NotebookRunner, loop, state) -> None:
         if self.use_widgets():
-            from odin_magic.notebook.widgets import RunView
+            from odin_magic.notebook.widgets import RunView, ViewSources
 
-            view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status,
-                           question_source=runner.pending_question, question_panel_source=runner.question_panel,
-                           run_dir_for=runner.run_dir, diff_source=runner.stage_diff)
+            sources = ViewSources(question=runner.pending_question, question_panel=runner.question_panel,
+                                  run_dir_for=runner.run_dir, diff=runner.stage_diff)
+            view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status, sources=sources)
             charts = []
             if self.charts:
                 from odin_magic.render.charts import ChartHandle, run_chart
