@@ -57,6 +57,19 @@ def add_project(p: argparse.ArgumentParser, help: str = "project directory (defa
     p.add_argument("--project", default=".", metavar="DIR", help=help)
 
 
+def add_command(p: argparse.ArgumentParser, spec: tuple, project_help: str | None = None, **defaults) -> None:
+    """A subcommand's arguments from its spec (:mod:`odin_magic.commands`, shared with ``%odin``), ``--project``,
+    and ``defaults`` (its ``handler``; ``drives_a_run`` when it drives a run)."""
+    from odin_magic.commands.spec import ODIN, add_arguments  # argparse only: --help stays cheap
+
+    add_arguments(p, spec, ODIN)
+    if project_help is None:
+        add_project(p)
+    else:
+        add_project(p, help=project_help)
+    p.set_defaults(**defaults)
+
+
 def project_dir(args: argparse.Namespace) -> Path:
     """``--project``, which must be an existing directory."""
     project = Path(args.project)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odin_magic.cli import add_project, project_dir
+from odin_magic.cli import add_command, project_dir
+from odin_magic.commands import authoring as authoring_args
 from odin_magic.core.errors import UsageError
 
 
@@ -21,12 +22,7 @@ def register(subparsers) -> None:
         description="Author a loop by answering seed 000's seven questions (kind of work, stages, gates, "
         "on_fail, max_iterations, roles, deep interview). Writes .odin-loop/loops/NAME.yaml once it validates.",
     )
-    p.add_argument("name", metavar="NAME", help="the new loop's name (its file stem)")
-    p.add_argument("--answers", metavar="FILE", help="a YAML file answering the seven questions (no prompts)")
-    p.add_argument("--describe", metavar="TEXT", help="one line about the work: a configured model proposes answers")
-    p.add_argument("--force", action="store_true", help="replace an existing loop of that name")
-    add_project(p)
-    p.set_defaults(handler=cmd_new)
+    add_command(p, authoring_args.NEW, handler=cmd_new)
     register_refine(subparsers)
     register_memory(subparsers)
 
@@ -46,13 +42,14 @@ def cmd_new(args: argparse.Namespace) -> int:
         path, text = au.write_loop(project, args.name, answers, force=args.force)
     else:
         proposal = None
-        if args.describe:
+        describe = " ".join(args.describe) if args.describe else None
+        if describe:
             from odin_magic.workers.config import Settings
 
             settings = Settings.from_env()
             if au.model_configured(settings):
-                proposal = au.propose_answers(args.describe, settings, au.proposal_client_factory(settings, project))
-                print(f"(a model proposed answers for: {args.describe}; press Enter to accept each)")
+                proposal = au.propose_answers(describe, settings, au.proposal_client_factory(settings, project))
+                print(f"(a model proposed answers for: {describe}; press Enter to accept each)")
             else:
                 print("(no model configured: answer the questions yourself)", file=sys.stderr)
         path, text = TerminalInterview(input_line, print).run(project, args.name, proposal, args.force)
@@ -78,12 +75,7 @@ def register_refine(subparsers) -> None:
         "(bumps the loop's version, keeps the previous one in .odin-loop/loops/.history/); `odin refine reject ID` "
         "rejects it; `odin refine list [LOOP]` lists them.",
     )
-    p.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID | list [LOOP]")
-    p.add_argument("--json", action="store_true", help="print the aggregates and proposals as JSON")
-    p.add_argument("--model", action="store_true", help="also ask the configured model (API key, or ODIN_SCRIPT "
-                   "offline) for proposals, marked as model-written")
-    add_project(p)
-    p.set_defaults(handler=cmd_refine)
+    add_command(p, authoring_args.REFINE, handler=cmd_refine)
 
 
 def _now() -> str:
@@ -145,12 +137,7 @@ def register_memory(subparsers) -> None:
         description="Show the entries of .odin-loop/memory/decisions.md and lessons.md; `remove ID` edits one "
         "out; `clear --force` deletes them all (or only one kind with --kind).",
     )
-    p.add_argument("words", nargs="*", metavar="[remove ID | clear]")
-    p.add_argument("--kind", choices=("decision", "lesson"), help="only this kind of entry")
-    p.add_argument("--force", action="store_true", help="with clear: really delete the entries")
-    p.add_argument("--json", action="store_true", help="print the entries as JSON")
-    add_project(p)
-    p.set_defaults(handler=cmd_memory)
+    add_command(p, authoring_args.MEMORY, handler=cmd_memory)
 
 
 def cmd_memory(args: argparse.Namespace) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from odin_magic.cli import add_project
-from odin_magic.commands.history import diff_arguments, fork_arguments, revert_arguments
+from odin_magic.cli import add_command
+from odin_magic.commands import history as history_args
 from odin_magic.cli.runs import engine_for, exit_code
 
 
@@ -28,18 +28,12 @@ def _cmd_fork(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)")
-    diff_arguments(p)
-    add_project(p)
-    p.set_defaults(handler=_cmd_diff)
+    add_command(p, history_args.DIFF, handler=_cmd_diff)
 
     p = sub.add_parser("revert", help="restore the tree to the checkpoint before a stage execution; "
                        "the run continues from that stage")
-    revert_arguments(p)
-    add_project(p)
-    p.set_defaults(handler=_cmd_revert)
+    add_command(p, history_args.REVERT, handler=_cmd_revert)
 
     p = sub.add_parser("fork", help="start a new run from a point of a run (its history up to N, the tree "
                        "restored there); the old run is abandoned with a pointer to the fork")
-    fork_arguments(p)
-    add_project(p)
-    p.set_defaults(handler=_cmd_fork)
+    add_command(p, history_args.FORK, handler=_cmd_fork)

@@ -13,7 +13,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odin_magic.core.errors import RunRefused
-from odin_magic.cli import add_project
+from odin_magic.cli import add_command, add_project
+from odin_magic.commands import runs as run_args
 from odin_magic.cli.runs import engine_for, exit_code, print_event
 
 if TYPE_CHECKING:
@@ -55,10 +56,7 @@ def _cmd_question(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("answer", help="answer the deep interview's waiting question")
-    p.add_argument("text", nargs="+", metavar="TEXT",
-                   help="your answer; or: you decide | skip | a number (an offered option) | confirm | merge A, B ...")
-    add_project(p)
-    p.set_defaults(handler=_cmd_answer, drives_a_run=True)
+    add_command(p, run_args.ANSWER, handler=_cmd_answer, drives_a_run=True)
 
     p = sub.add_parser("question", help="show the deep interview's waiting question")
     add_project(p)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from odin_magic.cli import add_project, project_dir
+from odin_magic.cli import add_command, project_dir
+from odin_magic.commands import loops as loop_args
 from odin_magic.core.errors import OdinError, UsageError
 
 if TYPE_CHECKING:  # annotations only; the rest loads on first call: building the parser (``odin --help``) stays cheap
@@ -25,15 +26,8 @@ def register(subparsers) -> None:
         description="Check loop YAML files, or loops by name as `odin list` shows them. Exit 0: all valid (warnings allowed); 1: a blocking error; "
         "2: a file is missing or unreadable.",
     )
-    p.add_argument("paths", nargs="+", metavar="LOOP", help="loop YAML file(s), or loop names (as `odin list` shows them)")
-    p.add_argument(
-        "--schedulable",
-        action="store_true",
-        help="also require a loop that never pauses for a person (every gate 'ai', no interview)",
-    )
-    p.add_argument("--json", action="store_true", help="print a JSON report")
-    add_project(p, help="project directory, to find loops by name (default: the current directory)")
-    p.set_defaults(handler=cmd_validate)
+    add_command(p, loop_args.VALIDATE, handler=cmd_validate,
+                project_help="project directory, to find loops by name (default: the current directory)")
 
     p = subparsers.add_parser(
         "schema",
@@ -47,18 +41,14 @@ def register(subparsers) -> None:
         help="list the loops you can run: the project's and the built-in ones",
         description="List the project's loops (.odin-loop/loops/) and the built-in loops.",
     )
-    add_project(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(handler=cmd_list)
+    add_command(p, loop_args.LIST, handler=cmd_list)
 
     p = subparsers.add_parser(
         "show",
         help="show a loop's stages, gates, roles and loopbacks",
         description="Show a loop's stages in order with their gate modes, roles and on_fail loopbacks.",
     )
-    p.add_argument("loop", metavar="LOOP", help="a loop name, or the path of a loop YAML file")
-    add_project(p)
-    p.set_defaults(handler=cmd_show)
+    add_command(p, loop_args.SHOW, handler=cmd_show)
 
 
 def schema_text() -> str:

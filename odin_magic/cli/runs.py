@@ -12,7 +12,8 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from odin_magic.cli import add_project, project_dir, refuse_unless_schedulable
+from odin_magic.cli import add_command, project_dir, refuse_unless_schedulable
+from odin_magic.commands import loops as loop_args, runs as run_args
 from odin_magic.loop.defaults import DEFAULT_LOOP
 from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 
@@ -132,7 +133,7 @@ def _cmd_approve(args):
 
 
 def _cmd_revise(args):
-    return exit_code(engine_for(args).revise(args.feedback))
+    return exit_code(engine_for(args).revise(" ".join(args.feedback)))
 
 
 def _cmd_step(args):
@@ -205,52 +206,19 @@ def register(sub) -> None:
         description='Start a run: odin run LOOP --task "...". Continue the active run: odin run (at a pause this '
         "approves it, like odin approve). A run drives until a gate asks for you, it ends, or it fails.",
     )
-    p.add_argument("loop", nargs="?", metavar="LOOP", help="loop to start (omit to continue the active run)")
-    p.add_argument("--task", help="one line: what you are building (needed to start a run)")
-    p.add_argument("--dry", action="store_true", help="use the dry worker: no model; placeholder artifacts (project-tree ones land in your project), scripted gates")
-    p.add_argument("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail (also STAGE:blocked, STAGE:concerns)")
-    p.add_argument("--approve-all", action="store_true", help="dry: approve every human gate as it comes")
-    p.add_argument("--stage-delay", type=float, metavar="SECONDS", help="dry: each stage takes this long")
-    p.add_argument("--run-commands", action="store_true", help="dry: also run the gates' commands")
-    p.add_argument("--unattended", action="store_true",
-                   help="never wait for a person (cron, CI): refuses a loop `odin validate --schedulable` rejects; "
-                   "a pause or a block ends the run blocked, report written, exit 3; exit 0 only on done")
-    add_project(p)
-    p.set_defaults(handler=_cmd_run, drives_a_run=True)
-
+    add_command(p, run_args.RUN, handler=_cmd_run, drives_a_run=True)
     p = sub.add_parser("approve", help="approve the paused stage and continue")
-    add_project(p)
-    p.set_defaults(handler=_cmd_approve, drives_a_run=True)
-
+    add_command(p, run_args.APPROVE, handler=_cmd_approve, drives_a_run=True)
     p = sub.add_parser("revise", help="re-run the paused stage with FEEDBACK, then gate it again")
-    p.add_argument("feedback", metavar="FEEDBACK")
-    add_project(p)
-    p.set_defaults(handler=_cmd_revise, drives_a_run=True)
-
+    add_command(p, run_args.REVISE, handler=_cmd_revise, drives_a_run=True)
     p = sub.add_parser("step", help="run one stage and its gate without advancing (refused at a pause; "
                        "on a failed latest run it reopens the run)")
-    p.add_argument("stage", metavar="STAGE")
-    add_project(p)
-    p.set_defaults(handler=_cmd_step, drives_a_run=True)
-
+    add_command(p, run_args.STEP, handler=_cmd_step, drives_a_run=True)
     p = sub.add_parser("status", help="show a run (default: the active or latest run)")
-    p.add_argument("--run", metavar="ID", help="run id")
-    p.add_argument("--json", action="store_true", help="print the state.json object")
-    add_project(p)
-    p.set_defaults(handler=_cmd_status)
-
+    add_command(p, run_args.STATUS, handler=_cmd_status)
     p = sub.add_parser("runs", help="list the project's runs, newest first")
-    p.add_argument("--json", action="store_true")
-    add_project(p)
-    p.set_defaults(handler=_cmd_runs)
-
+    add_command(p, run_args.RUNS, handler=_cmd_runs)
     p = sub.add_parser("abandon", help="give up the active run")
-    add_project(p)
-    p.set_defaults(handler=_cmd_abandon)
-
+    add_command(p, run_args.ABANDON, handler=_cmd_abandon)
     p = sub.add_parser("simulate", help="dry-run LOOP in a throwaway directory, approving every human gate")
-    p.add_argument("loop", metavar="LOOP")
-    p.add_argument("--gates", metavar="SPEC", help="gate script, e.g. test:fail,review:fail")
-    p.add_argument("--json", action="store_true", help="print only the JSON result")
-    add_project(p)
-    p.set_defaults(handler=_cmd_simulate)
+    add_command(p, loop_args.SIMULATE, handler=_cmd_simulate)

@@ -8,7 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from odin_magic.cli import add_project, project_dir, refuse_unless_schedulable
+from odin_magic.cli import add_command, add_project, project_dir, refuse_unless_schedulable
+from odin_magic.commands import runs as run_args
 from odin_magic.core.errors import UsageError
 
 
@@ -31,10 +32,7 @@ def register(subparsers) -> None:
         description="Print report.md of a run (default: the active or latest run); --open prints the paths of "
         "report.md and report.ipynb instead, to open them in an editor or JupyterLab.",
     )
-    p.add_argument("run", nargs="?", metavar="RUN", help="a run id (default: the active or latest run)")
-    p.add_argument("--open", action="store_true", help="print the report files' paths, not the report")
-    add_project(p)
-    p.set_defaults(handler=cmd_report)
+    add_command(p, run_args.REPORT, handler=cmd_report)
 
     p = subparsers.add_parser(
         "schedule",

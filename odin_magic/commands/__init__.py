@@ -1,4 +1,21 @@
 """The commands' arguments, declared once for both front ends (``odin`` and ``%odin``).
 
-May import: ``core`` (and nothing heavy: the front ends load this at start-up).
+:mod:`.spec` says how (an argument as data, flagged when one front end only offers it); :mod:`.runs`,
+:mod:`.loops`, :mod:`.authoring` and :mod:`.history` hold the specs; :data:`SHARED` names every command
+both front ends offer and its spec (``tests/project/test_command_specs.py`` checks both parsers against it).
+
+May import: ``core`` and ``loop.defaults`` (nothing heavy: the front ends load this at start-up).
 """
+
+from __future__ import annotations
+
+from odin_magic.commands import authoring, history, loops, runs
+
+#: Every command both ``odin`` and ``%odin`` offer, and its arguments.
+SHARED = {
+    "run": runs.RUN, "step": runs.STEP, "approve": runs.APPROVE, "revise": runs.REVISE, "answer": runs.ANSWER,
+    "abandon": runs.ABANDON, "status": runs.STATUS, "runs": runs.RUNS, "report": runs.REPORT,
+    "list": loops.LIST, "validate": loops.VALIDATE, "show": loops.SHOW, "simulate": loops.SIMULATE,
+    "new": authoring.NEW, "refine": authoring.REFINE, "memory": authoring.MEMORY,
+    "diff": history.DIFF, "revert": history.REVERT, "fork": history.FORK,
+}

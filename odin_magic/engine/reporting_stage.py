@@ -10,7 +10,7 @@ from __future__ import annotations
 from odin_magic.loop.artifacts import Placement
 from odin_magic.loop.schema import Stage
 from odin_magic.loop.roles import POLICIES
-from odin_magic.runs.store import write_atomic
+from odin_magic.core.atomic import write_atomic
 
 
 def reports(role: str | None) -> bool:

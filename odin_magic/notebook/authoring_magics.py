@@ -1,6 +1,6 @@
 """``%odin new``, ``%odin refine`` and ``%odin memory``: the notebook side of authoring and learning.
 
-:func:`add_parsers` adds their arguments to the ``%odin`` parser; :data:`COMMANDS`
+Their arguments are the CLI's (:mod:`odin_magic.commands.authoring`); :data:`COMMANDS`
 are the handlers :class:`~odin_magic.notebook.magics.OdinMagics` calls with itself and
 the parsed arguments.
 """
@@ -8,30 +8,10 @@ the parsed arguments.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Callable
-
 from IPython.display import display
 
 from odin_magic.render.displays import MessageDisplay, TextBlockDisplay
 from odin_magic.core.errors import UsageError
-
-
-def add_parsers(add: Callable[[str, str], Any]) -> None:
-    n = add("new", "Author a loop by answering seven questions: a form with a live YAML preview and the loop's "
-                   "picture (prompts in a terminal IPython).")
-    n.add_argument("name", metavar="NAME")
-    n.add_argument("--describe", metavar="TEXT", nargs="+", help="one line about the work: a configured model "
-                   "proposes answers")
-    n.add_argument("--answers", metavar="FILE", help="a YAML file answering the seven questions: no form")
-    n.add_argument("--force", action="store_true", help="replace an existing loop of that name")
-    r = add("refine", "Muninn: aggregate past runs and propose loop edits (a panel with Apply and Reject each); "
-                      "`refine apply ID` / `refine reject ID` decide one.")
-    r.add_argument("words", nargs="*", metavar="LOOP | apply ID | reject ID")
-    r.add_argument("--json", action="store_true", help="return the aggregates and proposals as a dict")
-    r.add_argument("--model", action="store_true", help="also ask the configured model for proposals")
-    m = add("memory", "Show the project memory (decisions, lessons); `memory remove ID`, `memory clear --force`.")
-    m.add_argument("words", nargs="*", metavar="[remove ID | clear]")
-    m.add_argument("--force", action="store_true")
 
 
 def _now() -> str:

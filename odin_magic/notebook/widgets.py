@@ -12,9 +12,11 @@ from __future__ import annotations
 import html
 import threading
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
+from odin_magic.notebook.panels import AnswerPanel, ApprovalPanel, RunActions  # noqa: F401 (AnswerPanel: here too)
 from odin_magic.runs import evidence as gate_evidence
 from odin_magic.notebook.background import Coalescer
 from odin_magic.core.confine import describe, is_confined
@@ -32,14 +34,6 @@ MAX_OUTPUT_ENTRIES = 400
 OUTPUT_INTERVAL = 0.25  # seconds: the worker output box is re-sent at most this often while a run drives
 VERDICT_PAGE = 20  # verdicts per page of the verdicts section: a new verdict re-renders its page only
 VERDICT_PAGES = 5  # pages the section keeps (the latest 100 verdicts); earlier ones are counted, not shown
-
-
-class RunActions(Protocol):
-    def approve(self) -> None: ...
-    def revise(self, feedback: str) -> None: ...
-    def stop(self) -> None: ...
-    def answer(self, text: str) -> None: ...
-    def revert(self, stage: str) -> None: ...
 
 
 def artifact_previews(state: RunState, project_dir: Path, stage_produces: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -72,132 +66,6 @@ def pause_key(state: RunState) -> tuple[str, str, int]:
     that announced the pause finishes (a click on it may already be on its way)."""
     return state.run_id, state.current_stage, state.log_seq
 
-
-class ApprovalPanel:
-    """At an ai+human pause: the stage, its artifacts, why the gate passed, and the three buttons."""
-
-    def __init__(self, stage: str, previews: Sequence[tuple[str, str]], verdict: VerdictRecord | None,
-                 actions: RunActions, diff=None):
-        """``diff``: the paused stage execution's :class:`~odin_magic.runs.diffs.StageDiff` (None: not known)."""
-        import ipywidgets as w
-
-        self.stage = stage
-        self.actions = actions
-        self.pause: tuple | None = None  # the pause_key it was shown for
-        auto = w.Layout(width="auto")
-        self.approve_button = w.Button(description="Approve", button_style="success", icon="check", layout=auto)
-        self.revise_button = w.Button(description="Request changes", button_style="warning", icon="edit",
-                                      layout=w.Layout(width="auto"))
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop",
-                                    tooltip="Leave the run paused; continue it later", layout=w.Layout(width="auto"))
-        self.feedback = w.Textarea(placeholder="What should change? (for Request changes)",
-                                   layout=w.Layout(width="100%", height="70px"))
-        self.message = w.HTML()
-        self.revert_button = w.Button(description="Revert this stage", icon="undo", layout=w.Layout(width="auto"),
-                                      tooltip="Restore the files to before this stage ran; the run continues from it")
-        self.buttons = (self.approve_button, self.revise_button, self.revert_button, self.stop_button)
-        self._clicked = threading.Lock()
-        self.approve_button.on_click(lambda _b: self._once(self._approve))
-        self.revise_button.on_click(lambda _b: self._once(self._revise))
-        self.stop_button.on_click(lambda _b: self._once(self._stop))
-        self.revert_button.on_click(lambda _b: self._once(self._revert))
-
-        why = ""
-        if verdict is not None:
-            lines = verdict.detail_lines() or ["- the gate's checks passed"]
-            why = "<b>Why the gate passed</b><ul>" + "".join(
-                f"<li>{html.escape(line[2:])}</li>" for line in lines) + "</ul>"
-        items = [w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> passed its gate "
-                        "and waits for your approval</h4>" + why)]
-        if previews:
-            acc = w.Accordion(children=[w.HTML(f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>"
-                                               f"{html.escape(text)}</pre>") for _n, text in previews])
-            for i, (name, _t) in enumerate(previews):
-                acc.set_title(i, name)
-            items.append(acc)
-        if diff is not None:
-            self.diff_html = w.HTML(f"<b>What the stage changed</b> — {len(diff.files)} file(s)"
-                                    + "".join(_diff_file_html(f) for f in diff.files))
-            self.diff_html.add_class("odin-stage-diff")
-            items.append(self.diff_html)
-        items += [self.feedback, w.HBox(list(self.buttons)), self.message]
-        self.widget = w.VBox(items, layout=w.Layout(border="1px solid #e0a040", padding="6px", margin="6px 0"))
-        self.widget.add_class("odin-approval")
-
-    def _once(self, fn: Callable[[], None]) -> None:
-        if not self._clicked.acquire(blocking=False):
-            return  # a second click while the first is handled: no double submit
-        for b in self.buttons:
-            b.disabled = True
-        try:
-            fn()
-        except Exception as exc:  # e.g. the run was approved from a cell meanwhile
-            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
-
-    def _approve(self) -> None:
-        self.message.value = "Approved: the run continues in the background."
-        self.actions.approve()
-
-    def _revise(self) -> None:
-        text = self.feedback.value.strip()
-        if not text:
-            self.message.value = "<span style='color:#c33'>Write what should change first.</span>"
-            for b in self.buttons:
-                b.disabled = False
-            self._clicked.release()
-            return
-        self.feedback.disabled = True
-        self.message.value = "Changes requested: the stage runs again with your feedback."
-        self.actions.revise(text)
-
-    def _revert(self) -> None:
-        self.message.value = f"Reverting {html.escape(self.stage)}: the files go back to before it ran."
-        self.actions.revert(self.stage)
-        self.message.value = (f"Reverted: the files are as before {html.escape(self.stage)} ran; "
-                              "%odin run runs it again.")
-
-    def _stop(self) -> None:
-        self.message.value = "Stopped here; the run stays paused. %odin approve or %odin run continues it later."
-        self.actions.stop()
-
-
-def _diff_file_html(f) -> str:
-    from odin_magic.render.diff_view import file_html
-
-    return file_html(f)
-
-
-class AnswerPanel:
-    """The interview's waiting question, an answer box and Send (the interview may offer richer widgets)."""
-
-    def __init__(self, stage: str, question: str, actions: RunActions):
-        import ipywidgets as w
-
-        self.stage = stage
-        self.actions = actions
-        self.answer_box = w.Textarea(placeholder="your answer", layout=w.Layout(width="100%", height="60px"))
-        self.send_button = w.Button(description="Send answer", button_style="primary", icon="paper-plane")
-        self.message = w.HTML()
-        self.send_button.on_click(self._send)
-        self.buttons = [self.send_button]
-        self.widget = w.VBox([
-            w.HTML(f"<h4 style='margin:4px 0'>{html_mark(AWAITING)} <code>{html.escape(stage)}</code> asks</h4>"
-                   f"<pre style='white-space:pre-wrap'>{html.escape(question or '(see %odin status)')}</pre>"),
-            self.answer_box, self.send_button, self.message,
-        ], layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
-        self.widget.add_class("odin-answer")
-
-    def _send(self, _button) -> None:
-        text = self.answer_box.value.strip()
-        if not text or self.send_button.disabled:
-            return
-        self.send_button.disabled = True
-        self.answer_box.disabled = True
-        try:
-            self.actions.answer(text)
-            self.message.value = "Answer sent: the interview continues in the background."
-        except Exception as exc:
-            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
 
 
 class VerdictPages:
@@ -315,22 +183,31 @@ def _read_verdict(reader: gate_evidence.EvidenceReader, rel: str) -> VerdictReco
         return None  # missing or torn evidence: the history entry still shows in the checklist
 
 
+@dataclass(frozen=True)
+class ViewSources:
+    """What a :class:`RunView` reads besides the run's state, each None when not known."""
+
+    question: Callable[[RunState], str | None] | None = None  # the interview's waiting question, as text
+    question_panel: Callable[[RunState], object | None] | None = None  # the interview's own panel, when installed
+    run_dir_for: Callable[[str], Path] | None = None  # a run's directory (its gate evidence)
+    diff: Callable[[RunState], object | None] | None = None  # the paused stage execution's StageDiff
+
+
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
     def __init__(self, loop: Loop | None, project_dir: Path, actions: RunActions, state: RunState | None = None,
-                 state_source: Callable[[], RunState] | None = None,
-                 question_source: Callable[[RunState], str | None] | None = None,
-                 question_panel_source: Callable[[RunState], object | None] | None = None,
-                 run_dir_for: Callable[[str], Path] | None = None,
-                 diff_source: Callable[[RunState], object | None] | None = None):
+                 state_source: Callable[[], RunState] | None = None, sources: ViewSources | None = None):
+        """``state_source``: the live RunState, read when the run pauses; ``sources``: what else the view reads
+        (none: no question, no diff, no earlier verdicts)."""
         import ipywidgets as w
 
-        self.diff_source = diff_source  # the paused stage's StageDiff, for the approval panel
+        sources = sources or ViewSources()
+        self.diff_source = sources.diff  # the paused stage's StageDiff, for the approval panel
         self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
-        self.run_dir_for = run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
-        self.question_panel_source = question_panel_source  # the interview's own panel, when installed
-        self.question_source = question_source  # the interview's waiting question, as text
+        self.run_dir_for = sources.run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
+        self.question_panel_source = sources.question_panel  # the interview's own panel, when installed
+        self.question_source = sources.question  # the interview's waiting question, as text
         self.answer_panel = None  # AnswerPanel, or the interview's QuestionPanel
         self._answer_pause: tuple | None = None  # the pause (pause_key) the answer panel is for
         self.state_source = state_source  # the live RunState, read when the run pauses
@@ -506,14 +383,7 @@ class RunView:
         with self._lock:
             kind, stage = event.kind, event.stage
             if kind == "stage_started" and stage:
-                self._marks[stage] = LOOPED
-                self.status_line.value = f"working on <code>{html.escape(stage)}</code>…"
-                self.stop_button.disabled = False
-                self.stop_button.layout.display = None
-                if self.approval is not None:
-                    self.approval_box.children = ()
-                    self.approval = None
-                self._append("stdout", f"── {stage} ──\n")
+                self._stage_started(stage)
             elif kind == "worker":
                 text = event.text if event.text.endswith("\n") else event.text + "\n"
                 self._append("stdout", text)
@@ -524,21 +394,7 @@ class RunView:
             elif kind == "gate_verdict":
                 self._pending_verdict = dict(event.data)
             elif kind in ("gate_passed", "gate_failed") and stage:
-                passed = kind == "gate_passed"
-                data = dict(self._pending_verdict or {})
-                if not passed and event.text:
-                    data.setdefault("reasons", [])
-                    if event.text not in data["reasons"]:
-                        data["reasons"] = [event.text] + list(data["reasons"])
-                data["commands"] = list(self._pending_commands)
-                data["changes"] = list(event.data.get("changes") or [])
-                self.verdict_pages.add(VerdictRecord.from_event_data(stage, passed, data))
-                self._verdicts_known = True  # a live view: the run's verdicts arrive as events
-                self._pending_verdict, self._pending_commands = None, []
-                self._marks[stage] = PASSED if passed else LOOPED
-                if not passed:
-                    self._append("stdout", f"✗ gate failed: {event.text}\n")
-                    self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
+                self._gate_decided(stage, kind == "gate_passed", event)
             elif kind in ("paused", "awaiting_answer", "question") and stage:
                 if kind == "question":
                     self._question_text = event.text
@@ -566,6 +422,33 @@ class RunView:
             elif kind == "notice":
                 self._append("stdout", f"note: {event.text}\n")
             self._render_checklist()
+
+    def _stage_started(self, stage: str) -> None:
+        self._marks[stage] = LOOPED
+        self.status_line.value = f"working on <code>{html.escape(stage)}</code>…"
+        self.stop_button.disabled = False
+        self.stop_button.layout.display = None
+        if self.approval is not None:
+            self.approval_box.children = ()
+            self.approval = None
+        self._append("stdout", f"── {stage} ──\n")
+
+    def _gate_decided(self, stage: str, passed: bool, event: EngineEvent) -> None:
+        """A gate passed or failed: its verdict (with the commands it ran and what changed) joins the verdicts."""
+        data = dict(self._pending_verdict or {})
+        if not passed and event.text:
+            data.setdefault("reasons", [])
+            if event.text not in data["reasons"]:
+                data["reasons"] = [event.text] + list(data["reasons"])
+        data["commands"] = list(self._pending_commands)
+        data["changes"] = list(event.data.get("changes") or [])
+        self.verdict_pages.add(VerdictRecord.from_event_data(stage, passed, data))
+        self._verdicts_known = True  # a live view: the run's verdicts arrive as events
+        self._pending_verdict, self._pending_commands = None, []
+        self._marks[stage] = PASSED if passed else LOOPED
+        if not passed:
+            self._append("stdout", f"✗ gate failed: {event.text}\n")
+            self._set_iterations(self.progress.value + 1, self.progress.max)  # each failure is one loopback
 
     def show_error(self, message: str) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from odin_magic.engine.orchestrator import Engine
 from odin_magic.runs.events import EngineEvent
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.runs.state import DryOptions
-from odin_magic.notebook.widgets import VERDICT_PAGE, VERDICT_PAGES, RunView
+from odin_magic.notebook.widgets import VERDICT_PAGE, VERDICT_PAGES, RunView, ViewSources
 from odin_magic.runs.evidence import EVIDENCE_LOG
 
 
@@ -46,7 +46,8 @@ def test_evidence_is_read_when_the_verdicts_section_is_opened(tmp_path):
     engine = Engine(tmp_path)
     state = engine.start("tiny", "t", dry=DryOptions(gates=["review:fail"], approve_all=True))
     run_dir = engine.run_dir(state.run_id)
-    view = RunView(engine.catalog.load("tiny"), tmp_path, NoActions(), state, run_dir_for=engine.run_dir)
+    view = RunView(engine.catalog.load("tiny"), tmp_path, NoActions(), state,
+                   sources=ViewSources(run_dir_for=engine.run_dir))
     log = run_dir / EVIDENCE_LOG
     raw = bytearray(log.read_bytes())
     for entry in state.history:  # what the evidence says now, after the view was opened (same offsets)

@@ -18,7 +18,7 @@ from odin_magic.interview import ScriptedInterviewModel
 from odin_magic.interview.runner import DeepInterviewRunner
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.runs.state import DryOptions
-from odin_magic.notebook.widgets import RunView
+from odin_magic.notebook.widgets import RunView, ViewSources
 from odin_magic.workers.dry import DryWorker
 
 SCRIPT = """
@@ -41,7 +41,7 @@ def held_runner(project, make_engine):
 
 def view_for(runner, loop_name):
     view = RunView(runner.engine.catalog.load(loop_name), runner.project_dir, runner, state_source=runner.status,
-                   question_panel_source=runner.question_panel, run_dir_for=runner.run_dir)
+                   sources=ViewSources(question_panel=runner.question_panel, run_dir_for=runner.run_dir))
     runner.attach(view)
     return view
 

@@ -9,7 +9,7 @@ from support.nbtools import write_tiny_loop
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.runs.events import EngineEvent
 from odin_magic.runs.state import DryOptions
-from odin_magic.notebook.widgets import RunView, TextRunView
+from odin_magic.notebook.widgets import RunView, TextRunView, ViewSources
 
 
 class Recorder:
@@ -114,7 +114,7 @@ def test_the_text_view_prints_one_line_per_event(tmp_path):
 
 def test_a_view_opened_later_reads_the_verdicts_from_the_evidence_when_the_section_opens(tmp_path):
     engine, _, actions, state = drive(tmp_path, ["review:fail"])
-    later = RunView(engine.catalog.load("tiny"), tmp_path, actions, state, run_dir_for=engine.run_dir)
+    later = RunView(engine.catalog.load("tiny"), tmp_path, actions, state, sources=ViewSources(run_dir_for=engine.run_dir))
     assert later.verdicts == [] and "(4)" in later.verdicts_box.get_title(0)  # counted, not read yet
     assert later.approval is not None and later.approval.stage == "review"
     assert later.approval.widget.children[0].value.count("<li>") >= 1  # the paused stage's verdict: read for it
@@ -183,7 +183,7 @@ def test_the_approval_panel_shows_the_stage_diff_and_reverts_it(tmp_path):
     engine = Engine(tmp_path)
     actions = Reverting(engine)
     view = RunView(engine.catalog.load("docs"), tmp_path, actions, state_source=lambda: engine.status(),
-                   diff_source=lambda st: engine.diff(run_id=st.run_id))
+                   sources=ViewSources(diff=lambda st: engine.diff(run_id=st.run_id)))
     engine.listener = view.handle_event
     view.show_state(engine.start("docs", "notes", dry=DryOptions()))
     panel = view.approval

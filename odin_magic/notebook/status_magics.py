@@ -1,0 +1,53 @@
+"""The status commands of ``%odin``: status, report and runs.
+
+:class:`StatusMagics` is a part of :class:`~odin_magic.notebook.magics.OdinMagics`, which provides ``runner()``,
+``use_widgets()``, ``_load_loop`` and ``_show_live``.
+"""
+
+from __future__ import annotations
+
+from odin_magic.core.errors import OdinError
+from odin_magic.notebook.actions import NotebookRunner
+from odin_magic.render.displays import MessageDisplay, NoRunDisplay, RunsDisplay, StatusDisplay
+
+
+class StatusMagics:
+    """``%odin status | report | runs``."""
+
+    def _cmd_status(self, args):
+        runner = self.runner()
+        try:
+            state = runner.status(args.run)
+        except OdinError:
+            if args.run:
+                raise
+            return NoRunDisplay(str(runner.project_dir))
+        if state is None:
+            return NoRunDisplay(str(runner.project_dir))
+        loop = self._load_loop(state.loop, quiet=True)
+        waiting = state.status in ("awaiting_approval", "awaiting_answer")
+        if waiting and not args.run and not runner.drive.busy and self.use_widgets():
+            self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
+        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
+
+    @staticmethod
+    def _criteria(runner: NotebookRunner, state) -> list[str]:
+        from odin_magic.engine.completion import latest
+
+        checked = latest(runner.run_dir(state.run_id), state.history)
+        return checked.lines() if checked is not None else []
+
+    def _cmd_report(self, args):
+        from odin_magic.render.displays import ReportDisplay
+        from odin_magic.render.run_report import REPORT_MD
+
+        runner = self.runner()
+        state = runner.status(args.run)
+        path = runner.run_dir(state.run_id) / REPORT_MD
+        if not path.is_file():
+            return MessageDisplay(f"run {state.run_id} is {state.status}: its report is written when it ends "
+                                  "(done, failed, abandoned or blocked)")
+        return ReportDisplay(path)
+
+    def _cmd_runs(self, args):
+        return RunsDisplay(self.runner().runs())
