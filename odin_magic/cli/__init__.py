@@ -4,6 +4,9 @@ Each sub-module adds its subcommands with ``register(subparsers)``; a handler
 takes the parsed arguments and returns the process exit code. Exit codes:
 0 success, 1 a blocking problem (invalid loop, failed run, refused action),
 2 a usage error (bad arguments, unreadable file).
+
+May import: every layer but ``notebook``; a handler imports what it uses inside itself, so that
+building the parser (``odin --help``) stays cheap.
 """
 
 from __future__ import annotations

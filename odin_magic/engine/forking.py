@@ -17,6 +17,7 @@ from odin_magic.engine.session import Session, local_naive, stamp
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunHandle
+from odin_magic.runs.records import RecordType, StatePatch
 
 
 @dataclass
@@ -44,7 +45,7 @@ def fork(engine, from_point: int | None, run_id: str | None, force: bool) -> Run
                 tree = rewind.apply(engine.checkpoints, plan)
                 fields = rewind.forked_fields(point)
                 fields["set"].update(tree=tree, forked_from=f"{source.run_id}@{point.number}")
-                engine._record(s, "forked", source=source.run_id, point=point.number, kept=plan.kept, **fields)
+                engine._record(s, RecordType.FORKED, source=source.run_id, point=point.number, kept=plan.kept, **fields)
                 engine._emit("forked", s.state, stage=point.current_stage,
                              text=f"run {s.state.run_id} forked from {source.run_id} at point {point.number}; "
                                   f"`odin run` continues it from {point.current_stage}")
@@ -97,7 +98,8 @@ def abandon_for_fork(engine, run_id: str, fork_id: str) -> dict[str, Any] | None
             return None
         was = {"status": state.status, "forked_to": state.forked_to, "ended_at": state.ended_at}
         ended = {"ended_at": engine._now()} if state.ended_at is None else {}
-        handle.record("abandoned", engine._now(), set={"status": "abandoned", "forked_to": fork_id, **ended})
+        handle.record(RecordType.ABANDONED, engine._now(),
+                      set=StatePatch(status="abandoned", forked_to=fork_id, **ended))
         return was
     finally:
         handle.close()

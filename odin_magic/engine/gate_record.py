@@ -13,6 +13,7 @@ from odin_magic.engine.session import Session, history_entry
 from odin_magic.loop.schema import Stage
 from odin_magic.runs import evidence as gate_evidence
 from odin_magic.runs.checkpoints import StageCheckpoint
+from odin_magic.runs.records import RecordType, StatePatch
 from odin_magic.workers.base import script_position
 
 
@@ -60,7 +61,7 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
     else:
         changes.update(_fail_changes(engine, s, rec, entry))
     concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
-    engine._record(s, "gate", stage=stage.id, entry=entry, set=changes, evidence_sha256=rec.evidence.sha256,
+    engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes, evidence_sha256=rec.evidence.sha256,
                    **({"concerns": concerns} if concerns else {}))
     _tell(engine, s, rec, entry)
 
@@ -151,8 +152,8 @@ def record_not_done(engine, s: Session, stage: Stage, report: completion.Complet
     if report.environment:
         blocked = {"kind": "environment", "stage": stage.id, "reason": "before done: " + report.reason(),
                    "fix": report.fix() + "; then `odin run` re-checks (no loopback was spent)"}
-        engine._record(s, "blocked", stage=stage.id, set={"status": "blocked", "blocked": blocked,
-                                                           "current_stage": stage.id})
+        engine._record(s, RecordType.BLOCKED, stage=stage.id,
+                       set=StatePatch(status="blocked", blocked=blocked, current_stage=stage.id))
         pauses.announce_block(engine, s)
         return
     code = s.loop.stage(report.code_stage)

@@ -47,6 +47,7 @@ from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.events import EngineEvent, Listener
 from odin_magic.runs.state import DryOptions, InterviewSummary, RunState, Usage
 from odin_magic.runs.store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunStore, command_line
+from odin_magic.runs.records import RecordType, StatePatch
 from odin_magic.workers.base import Worker
 from odin_magic.workers.dry import DryWorker, parse_gate_script
 
@@ -158,7 +159,8 @@ class Engine:
         feedback = require_text(feedback, "revise")
         with self._driving(), self._open_active() as s:
             require_status(s.state, "revise")
-            self._record(s, "revised", stage=s.state.current_stage, set={"status": "running", "feedback": feedback})
+            self._record(s, RecordType.REVISED, stage=s.state.current_stage,
+                         set=StatePatch(status="running", feedback=feedback))
             self._emit("revised", s.state, stage=s.state.current_stage, text=feedback)
             return self._drive(s)
 
@@ -170,7 +172,7 @@ class Engine:
         with self._driving(), self._open_active(reopen_failed=True) as s:
             require_stage(s.loop, stage_id)
             require_not_paused(s.state)
-            self._record(s, "step", stage=stage_id, set={"current_stage": stage_id, "status": "running"})
+            self._record(s, RecordType.STEP, stage=stage_id, set=StatePatch(current_stage=stage_id, status="running"))
             if self._check_timeout(s):
                 return self._snapshot(s)
             stage_run.run_stage(self, s, s.loop.stage(stage_id), stepping=True)
@@ -184,7 +186,7 @@ class Engine:
             if active is None and damaged is not None:
                 return self._abandon_damaged(*damaged)
         with self._driving(), self._open_active(need_worker=False) as s:
-            self._record(s, "abandoned", set={"status": "abandoned", "ended_at": self._now()})
+            self._record(s, RecordType.ABANDONED, set=StatePatch(status="abandoned", ended_at=self._now()))
             self._emit("abandoned", s.state, text=f"run {s.state.run_id} abandoned")
             return self._snapshot(s)
 
@@ -200,11 +202,10 @@ class Engine:
         with self._driving(), self._open_active(need_worker=False, reopen_failed=True) as s:
             plan = rewind.revert_plan(self.checkpoints, s.state, selector, to, force)
             tree = rewind.apply(self.checkpoints, plan)
-            self._record(s, "reverted", stage=plan.stage, to=plan.target, execution=plan.number,
-                         restored=plan.restore, kept=plan.kept, set={
-                             "current_stage": plan.stage, "status": "running", "blocked": None, "repeats": None,
-                             "checkpoint": None, "feedback": None, "tree": tree, "failure_reason": None,
-                             "ended_at": None})
+            self._record(s, RecordType.REVERTED, stage=plan.stage, to=plan.target, execution=plan.number,
+                         restored=plan.restore, kept=plan.kept, set=StatePatch(
+                             current_stage=plan.stage, status="running", blocked=None, repeats=None, checkpoint=None,
+                             feedback=None, tree=tree, failure_reason=None, ended_at=None))
             kept = f"; kept your changes to {', '.join(plan.kept)} (--force reverts them too)" if plan.kept else ""
             self._emit("reverted", s.state, stage=plan.stage, data={"restored": plan.restore, "kept": plan.kept},
                        text=f"reverted to before execution {plan.number} ({plan.stage}): {len(plan.restore)} file(s) "
@@ -284,7 +285,7 @@ class Engine:
     def record_interview(self, session: Session, summary: InterviewSummary) -> None:
         """For an interview runner: persist the interview's convergence (seed 000's write contract)."""
         # seed 000: after every round (``accepted`` only once the user accepted the residual ambiguity)
-        self._record(session, "interview", save=True, interview=summary.model_dump(exclude_none=True))
+        self._record(session, RecordType.INTERVIEW, save=True, interview=summary.model_dump(exclude_none=True))
 
     # -- opening runs ---------------------------------------------------------
 
@@ -327,7 +328,7 @@ class Engine:
         passed = {e.stage for e in handle.state.history if e.result == "pass"}
         with self._held(Session(handle, loop, worker, passed)) as session:
             if notice:
-                self._record(session, "notice", text=notice)
+                self._record(session, RecordType.NOTICE, text=notice)
                 self._emit("notice", session.state, text=notice)
             if reopening:
                 self._reopen(session)
@@ -343,8 +344,8 @@ class Engine:
     def _reopen(self, s: Session) -> None:
         """A failed run becomes running again (recorded as a ``reopened`` record, with why it had failed)."""
         was = s.state.failure_reason or "failed"
-        self._record(s, "reopened", stage=s.state.current_stage, was=was,
-                     set={"status": "running", "failure_reason": None, "ended_at": None})
+        self._record(s, RecordType.REOPENED, stage=s.state.current_stage, was=was,
+                     set=StatePatch(status="running", failure_reason=None, ended_at=None))
         self._emit("reopened", s.state, stage=s.state.current_stage,
                    text=f"run {s.state.run_id} reopened (it had failed: {was})")
 
@@ -498,8 +499,8 @@ class Engine:
             and last.result == "pass"
         # an unattended drive's pause goes back to being a pause: the person now at the wheel decides it
         status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" and paused else "running"
-        self._record(s, "unblocked", stage=s.state.current_stage,
-                     set={"status": status, "blocked": None, "repeats": None})
+        self._record(s, RecordType.UNBLOCKED, stage=s.state.current_stage,
+                     set=StatePatch(status=status, blocked=None, repeats=None))
         self._emit("unblocked", s.state, stage=s.state.current_stage,
                    text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
         if blocked is not None and blocked.kind == "environment" and not self._check_timeout(s):
@@ -516,7 +517,8 @@ class Engine:
     # -- termination ------------------------------------------------------------
 
     def _fail(self, s: Session, reason: str, stage: str | None = None) -> None:
-        self._record(s, "failed", stage=stage, set={"status": "failed", "failure_reason": reason, "ended_at": self._now()})
+        self._record(s, RecordType.FAILED, stage=stage,
+                     set=StatePatch(status="failed", failure_reason=reason, ended_at=self._now()))
         self._emit("failed", s.state, stage=stage, text=reason)
 
     def _check_timeout(self, s: Session) -> bool:
@@ -535,7 +537,7 @@ class Engine:
         """Record usage; True when it put the run over budget (the run is then failed)."""
         if usage == Usage():
             return False
-        self._record(s, "usage", stage=stage_id, usage=usage.model_dump())
+        self._record(s, RecordType.USAGE, stage=stage_id, usage=usage.model_dump())
         total = s.state.usage.total
         self._emit("usage", s.state, stage=stage_id, data={"stage": usage.model_dump(), "total": total.model_dump()})
         budget = s.loop.budget
@@ -550,7 +552,7 @@ class Engine:
     def _now(self) -> str:
         return stamp(self.clock())
 
-    def _record(self, s: Session, type: str, save: bool | None = None, sync: bool = True, **fields: Any) -> None:
+    def _record(self, s: Session, type: RecordType, save: bool | None = None, sync: bool = True, **fields: Any) -> None:
         """Append one event; state.json is refreshed when the handle's policy says so and when the drive ends."""
         with self._view_lock:
             s.handle.record(type, self._now(), save=save, sync=sync, **fields)

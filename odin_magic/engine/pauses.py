@@ -9,6 +9,7 @@ from odin_magic.engine import judging
 from odin_magic.engine.requirements import done_text, never_ran
 from odin_magic.engine.session import Session, history_entry
 from odin_magic.runs import evidence as gate_evidence
+from odin_magic.runs.records import RecordType, StatePatch
 
 
 def block_unattended(engine, s: Session, reason: str | None = None) -> None:
@@ -19,7 +20,7 @@ def block_unattended(engine, s: Session, reason: str | None = None) -> None:
                "reason": reason or f"{stage} is {why}, and the run is unattended (nobody can answer)",
                "fix": "look at the run (`odin status`, `odin report`); `odin run` puts it back at its pause "
                       "for you to approve or revise"}
-    engine._record(s, "blocked", stage=stage, set={"status": "blocked", "blocked": blocked})
+    engine._record(s, RecordType.BLOCKED, stage=stage, set=StatePatch(status="blocked", blocked=blocked))
     announce_block(engine, s)
 
 
@@ -40,7 +41,7 @@ def approve(engine, s: Session) -> None:
         changes.update(status="done", ended_at=at)
     else:
         changes.update(status="running", current_stage=nxt)
-    engine._record(s, "approved", stage=stage.id, entry=entry, set=changes)
+    engine._record(s, RecordType.APPROVED, stage=stage.id, entry=entry, set=changes)
     engine._emit("approved", s.state, stage=stage.id, text=f"{stage.id} approved")
     if nxt is None:
         engine._emit("done", s.state, text=done_text(s.state, s.loop), data={"never_ran": never_ran(s.state, s.loop)})

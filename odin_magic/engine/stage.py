@@ -12,6 +12,7 @@ from odin_magic.learning import memory
 from odin_magic.loop.artifacts import Placement, confine, placements, project_relative
 from odin_magic.loop.schema import Stage
 from odin_magic.runs.checkpoints import StageCheckpoint
+from odin_magic.runs.records import RecordType, StatePatch
 from odin_magic.workers.base import StageJob, StageResult, WorkerError, WorkerEvent
 
 Places = tuple[dict[str, Placement], dict[str, Placement]]
@@ -125,7 +126,8 @@ def asked(engine, s: Session, stage: Stage, asking: AwaitingAnswer) -> None:
     """The interview waits for an answer: record usage and the summary, pause as awaiting_answer."""
     if engine._add_usage(s, stage.id, asking.usage):
         return
-    engine._record(s, "awaiting_answer", stage=stage.id, set={"status": "awaiting_answer", "current_stage": stage.id},
+    engine._record(s, RecordType.AWAITING_ANSWER, stage=stage.id,
+                   set=StatePatch(status="awaiting_answer", current_stage=stage.id),
                    interview=asking.summary.model_dump(exclude_none=True))
     engine._emit("question", s.state, stage=stage.id, text=asking.text,
                  data={"question": asking.question.model_dump(mode="json")})
@@ -160,8 +162,8 @@ def checkpoint_before(engine, s: Session, stage: Stage) -> str:
     before = engine.checkpoints.snapshot()
     # no fsync of its own: the stage's gate record, appended after it to the same log, makes both durable
     # (one fsync per transition); a power cut before that re-runs the stage, which takes its checkpoint anew
-    engine._record(s, "checkpoint", save=False, sync=False, stage=stage.id,
-                   set={"checkpoint": {"stage": stage.id, "before": before}})
+    engine._record(s, RecordType.CHECKPOINT, save=False, sync=False, stage=stage.id,
+                   set=StatePatch(checkpoint={"stage": stage.id, "before": before}))
     return before
 
 

@@ -9,6 +9,8 @@
 * :mod:`.session` — the resumable state machine;
 * :mod:`.runner` — the engine-facing entry points;
 * :mod:`.scripted` — a YAML-replaying model for demos and tests.
+
+May import: ``core``, ``loop``, ``runs``, ``workers``.
 """
 
 import importlib

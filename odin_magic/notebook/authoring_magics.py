@@ -47,7 +47,8 @@ def cmd_new(magics, args):
 
 def cmd_refine(magics, args):
     from odin_magic.learning.refine import Refinements, refine
-    from odin_magic.render.refine_view import RefineDisplay, proposal_panel
+    from odin_magic.notebook.refine_panel import proposal_panel
+    from odin_magic.render.refine_view import RefineDisplay
 
     words = list(args.words)
     refinements = Refinements(magics.project_dir)

@@ -1,12 +1,10 @@
-"""How a refine pass is shown: text for a terminal, HTML with matplotlib charts in a notebook,
-and the notebook's proposal panel (the diff, Apply and Reject)."""
+"""How a refine pass is shown: text for a terminal, HTML with matplotlib charts in a notebook
+(the notebook's Apply/Reject panel is :mod:`odin_magic.notebook.refine_panel`)."""
 
 from __future__ import annotations
 
 import base64
 import html
-from typing import Callable
-
 from matplotlib.figure import Figure
 
 from odin_magic.render.charts import png_bytes
@@ -139,36 +137,3 @@ class RefineDisplay(_Display):
             parts.append(f"<h5>{html.escape(render_proposal(p, diff=False).splitlines()[0])}</h5>"
                          f"<p>{html.escape(p.evidence.summary)}</p>{diff_html(p.diff)}")
         return "".join(parts)
-
-
-def proposal_panel(proposal: Proposal, apply: Callable[[str], str], reject: Callable[[str], str]):
-    """The notebook's panel for one proposal: its diff, Apply and Reject. ``apply``/``reject`` return a message."""
-    import ipywidgets as w
-
-    title = w.HTML(f"<b>{html.escape(proposal.id)}</b>: {html.escape(proposal.title)}"
-                   + (" <i>[model-written]</i>" if proposal.written_by == "model" else "")
-                   + f"<br><span class='odin-muted'>{html.escape(proposal.evidence.summary)}</span>")
-    diff = w.HTML(diff_html(proposal.diff))
-    apply_button = w.Button(description="Apply", button_style="success", tooltip=f"apply {proposal.id}")
-    reject_button = w.Button(description="Reject", button_style="danger", tooltip=f"reject {proposal.id}")
-    status = w.HTML(f"status: {proposal.status}")
-    box = w.VBox([title, diff, w.HBox([apply_button, reject_button]), status])
-    box.add_class("odin-proposal")
-
-    def decide(action: Callable[[str], str]):
-        def click(_):
-            try:
-                message = action(proposal.id)
-            except Exception as exc:  # an OdinError (stale, invalid) is shown, never raised into the widget
-                message = f"refused: {getattr(exc, 'message', exc)}"
-            else:
-                apply_button.disabled = reject_button.disabled = True
-            status.value = html.escape(message)
-        return click
-
-    apply_button.on_click(decide(apply))
-    reject_button.on_click(decide(reject))
-    box.apply_button, box.reject_button, box.status = apply_button, reject_button, status
-    if proposal.status != "proposed":
-        apply_button.disabled = reject_button.disabled = True
-    return box

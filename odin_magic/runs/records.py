@@ -22,9 +22,9 @@ subclass costs one shallow copy per record; the fields are validated where they 
 left :data:`UNSET` not being part of the patch (``None`` is a value: it clears).
 :meth:`odin_magic.runs.store.RunHandle.record` takes either form::
 
-    handle.record("failed", at, stage=s, set={"status": "failed", "failure_reason": why})  # today's callers
     handle.record(RecordType.FAILED, at, stage=s,
-                  set=StatePatch(status="failed", failure_reason=why))                     # the typed API
+                  set=StatePatch(status="failed", failure_reason=why))                     # the engine's form
+    handle.record("failed", at, stage=s, set={"status": "failed", "failure_reason": why})  # also taken
 
 A ``StatePatch`` is written with its keys in :data:`SETTABLE` order; a dict as given.
 """
