@@ -132,6 +132,7 @@ def record_group(run_dir: Path, pgid: int, kind: str, cmd: str, driver: int | No
     folder = Path(run_dir) / RECORDS_DIR
     folder.mkdir(exist_ok=True)
     path = folder / f"{pgid}.json"
+    # core.atomic.write_atomic's steps, written out: this file runs alone as the shell guard (python -I)
     fd, tmp = tempfile.mkstemp(prefix=f".{pgid}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -1,5 +1,5 @@
 # odin-magic: the bash tool's shell sources this at its start (BASH_ENV) and becomes the
-# shell guard of odin_magic/processes.py (its own process group, dies with the driver).
+# shell guard of odin_magic/core/processes.py (its own process group, dies with the driver).
 unset BASH_ENV
 if [ "$PPID" = "${ODIN_GUARD_DRIVER:-}" ] && [ -n "${ODIN_GUARD_PYTHON:-}" ] && [ -f "${ODIN_GUARD_SCRIPT:-}" ]; then
     shopt -s execfail  # should the guard not start, carry on as a plain shell

@@ -13,15 +13,6 @@ loaded on first use, so that a front end that names the package does not load th
 before it drives a run.
 """
 
-from __future__ import annotations
+from odin_magic.core.faces import hand_on
 
-import importlib
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    module = importlib.import_module("odin_magic.engine.orchestrator")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module 'odin_magic.engine' has no attribute {name!r}") from None
+__getattr__ = hand_on(__name__, "odin_magic.engine.orchestrator")

@@ -14,15 +14,6 @@ The schema's names are importable from the package itself (``from odin_magic.loo
 Loop``), loaded on first use so that a front end importing ``loop.defaults`` stays light.
 """
 
-from __future__ import annotations
+from odin_magic.core.faces import hand_on
 
-import importlib
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    schema = importlib.import_module("odin_magic.loop.schema")
-    try:
-        return getattr(schema, name)
-    except AttributeError:
-        raise AttributeError(f"module 'odin_magic.loop' has no attribute {name!r}") from None
+__getattr__ = hand_on(__name__, "odin_magic.loop.schema")
