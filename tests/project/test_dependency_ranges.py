@@ -15,7 +15,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parent.parent
+from support import REPO
+
+ROOT = REPO
 CONSTRAINTS = "ci/constraints-oldest.txt"
 
 
