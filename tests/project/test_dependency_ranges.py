@@ -8,7 +8,6 @@ exactly its declared lower bound.
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
