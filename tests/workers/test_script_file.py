@@ -209,7 +209,7 @@ def test_every_mistake_is_listed_in_one_error_in_file_order(tmp_path: Path):
     """)
     lines = load_error(path).message.splitlines()
     assert lines[0] == f"{path}: 2 problems in the script"
-    assert [line.split(": error: ")[0] for line in lines[1:]] == [f"{path}:2:20", f"{path}:5:23"]
+    assert [line.split(": error: ")[0] for line in lines[1:]] == [f"{path}:2:22", f"{path}:5:23"]
     assert "did you mean 'reasons'" in lines[1] and "did you mean 'file_path'" in lines[2]
 
 
