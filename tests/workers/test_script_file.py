@@ -3,6 +3,8 @@ written, a fix), found when the script is loaded, in Python, `odin run` and a no
 
 from __future__ import annotations
 
+import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -11,10 +13,24 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_tools
 
 from odin_magic.cli import main
 from odin_magic.core.errors import ConfigError
+from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.config import Settings
 from odin_magic.workers.factory import make_worker
 from odin_magic.workers.script_file import agent_tool_schemas
-from odin_magic.workers.scripted import load_script
+from odin_magic.workers.scripted import ScriptedModel, load_script
+
+from support import REPO
+from support.stage_jobs import Events, loop_from, stage_job
+
+LOOP = """
+name: scripted
+max_iterations: 3
+stages:
+  - id: write
+    agent: executor
+    produces: [note.md]
+    gate: {mode: ai, check: note.md says hello}
+"""
 
 
 def script_file(tmp_path: Path, text: str) -> Path:
@@ -289,3 +305,38 @@ def test_a_notebook_run_with_a_bad_script_says_the_same_in_the_cell(project, wri
     assert f"{path}:2:20: stages.spec[0].tools[0].wrte: there is no tool named 'wrte'" in str(info.value)
     assert "Traceback" not in str(info.value)
     assert not (project / ".odin-loop" / "runs").exists()
+
+
+def test_the_documented_bash_timeout_is_the_sdks_and_timeout_ms_is_its_argument():
+    from anthropic.lib.tools.agent_toolset import BASH_DEFAULT_TIMEOUT
+
+    doc = (REPO / "docs" / "scripted-model.md").read_text(encoding="utf-8")
+    stated = re.search(r"default timeout of\s+(\d+) s\b", doc)
+    assert stated and float(stated.group(1)) == BASH_DEFAULT_TIMEOUT
+    assert f"timed out after {BASH_DEFAULT_TIMEOUT}s" in doc
+    assert "timeout_ms" in agent_tool_schemas()["bash"]["properties"]
+
+
+def test_a_scripted_timeout_ms_reaches_the_sdks_bash_tool(project: Path, tmp_path: Path):
+    """The toolbox hands `timeout_ms` to the SDK's bash: a 1 ms timeout stops a command that would take 30 s
+    (and its shell: the next call restarts it), a large one lets a command run."""
+    path = script_file(tmp_path, """
+        stages:
+          write:
+            - tools: [{bash: {command: "sleep 30", timeout_ms: 1}}]
+            - tools: [{bash: {command: "echo no shell"}}]
+            - tools: [{bash: {restart: true}}]
+            - tools: [{bash: {command: "echo a new shell", timeout_ms: 900000}}]
+            - text: done
+    """)
+    model = ScriptedModel.from_file(path)
+    worker = ClaudeWorker(Settings(), client_factory=model.client_factory())
+    events = Events()
+    worker.perform(stage_job(loop_from(LOOP), "write", project), events)
+    results = [block for body in model.requests for message in body["messages"] if isinstance(message["content"], list)
+               for block in message["content"] if block.get("type") == "tool_result"]
+    results = list({block["tool_use_id"]: block for block in results}.values())  # a request may repeat earlier ones
+    texts = [json.dumps(block["content"]) for block in results]
+    assert "timed out after 0.001s" in texts[0] and results[0].get("is_error")
+    assert "session terminated; restart required" in texts[1]  # as documented: restart after a timeout
+    assert "a new shell" in texts[-1]
