@@ -29,12 +29,11 @@ from typing import Any, Callable
 
 import httpx2
 from anthropic import AsyncAnthropic
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from odin_magic.core.errors import ConfigError
 from odin_magic.core.secrets import redact_request
-from odin_magic.loop.yamlsource import YamlDocument, YamlError, load_yaml
-from odin_magic.workers.base import Verdict
+from odin_magic.workers.script_file import Answer, Attempt, Script, ScriptedError, Turn, load_script
+
+__all__ = ["Answer", "Attempt", "Script", "ScriptedError", "ScriptedModel", "Turn", "load_script"]
 
 CHARS_PER_TOKEN = 4
 POSITION_FILE = "scripted-model.json"  # in the run dir: where the replay stands
@@ -158,178 +157,7 @@ def estimate_usage(request_body: dict[str, Any], content: list[dict[str, Any]], 
     return usage
 
 
-# -- the script ------------------------------------------------------------------------------
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ScriptedError(_Strict):
-    status: int = Field(ge=400, le=599)
-    message: str = "scripted error"
-    retry_after_ms: int | None = Field(default=1, ge=0)
-
-
-class Turn(_Strict):
-    """One model reply to a work request."""
-
-    text: str | None = None
-    tools: list[dict[str, dict[str, Any]]] = Field(default_factory=list)
-    stop_reason: str | None = None
-    usage: dict[str, int] | None = None
-    error: ScriptedError | None = None
-
-    @field_validator("tools")
-    @classmethod
-    def _one_tool_per_item(cls, value: list[dict[str, dict[str, Any]]]) -> list[dict[str, dict[str, Any]]]:
-        for item in value:
-            if len(item) != 1:
-                raise ValueError("each tool call is a mapping with one key, the tool name: {write: {file_path: ..., content: ...}}")
-        return value
-
-
-class Attempt(_Strict):
-    turns: list[Turn] = Field(min_length=1)
-
-
-class Answer(_Strict):
-    """One reply to a structured request (a verdict, interview scores, ...)."""
-
-    json_: dict[str, Any] | None = Field(default=None, alias="json")
-    malformed: str | None = None
-    refusal: str | None = None
-    error: ScriptedError | None = None
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> "Answer":
-        given = [k for k in ("json_", "malformed", "refusal", "error") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of json, malformed, refusal, error")
-        return self
-
-
-def _as_answer(value: Any) -> Any:
-    """A verdict may be written bare ({passed: true, ...}); wrap it as {json: ...}."""
-    if isinstance(value, dict) and not ({"json", "malformed", "refusal", "error"} & set(value)):
-        return {"json": value}
-    return value
-
-
-def _answers_by_stage(value: Any) -> Any:
-    """``{stage: answer or [answers]}`` with every answer in its long form."""
-    if not isinstance(value, dict):
-        return value
-    return {k: [_as_answer(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in value.items()}
-
-
-class Script(_Strict):
-    version: int = 1
-    description: str | None = None
-    model: str = "scripted"
-    stages: dict[str, list[Attempt]] = Field(default_factory=dict)
-    judge: dict[str, list[Answer]] = Field(default_factory=dict)
-    default_verdict: Answer | None = None
-    answers: dict[str, dict[str, list[Answer]]] = Field(default_factory=dict)
-    interview: dict[str, Any] | None = Field(
-        default=None, description="reserved for the interview module's scripted interview model; ignored here"
-    )
-
-    @field_validator("stages", mode="before")
-    @classmethod
-    def _attempts(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        out = {}
-        for stage, spec in value.items():
-            if isinstance(spec, dict) and "attempts" in spec and len(spec) == 1:
-                spec = spec["attempts"]
-            if isinstance(spec, dict) and "turns" in spec:
-                spec = [spec]
-            elif isinstance(spec, list) and spec and all(isinstance(t, dict) and "turns" not in t for t in spec):
-                spec = [{"turns": spec}]  # a bare list of turns: one attempt
-            out[stage] = spec
-        return out
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _verdicts(cls, value: Any) -> Any:
-        return _answers_by_stage(value)
-
-    @field_validator("default_verdict", mode="before")
-    @classmethod
-    def _default_verdict(cls, value: Any) -> Any:
-        return _as_answer(value) if value is not None else value
-
-    def verdict_problems(self) -> list[tuple[tuple, str]]:
-        """Scripted verdicts that are not valid Verdicts (use `malformed:` to script a bad answer on purpose)."""
-        entries = [(("judge", stage, i), a) for stage, answers in self.judge.items() for i, a in enumerate(answers)]
-        if self.default_verdict is not None:
-            entries.append((("default_verdict",), self.default_verdict))
-        problems = []
-        for where, answer in entries:
-            if answer.json_ is not None:
-                try:
-                    Verdict.model_validate(answer.json_)
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    problems.append((where + tuple(err["loc"]), f"not a verdict: {err['msg']}"))
-        return problems
-
-    @field_validator("answers", mode="before")
-    @classmethod
-    def _answers(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {purpose: _answers_by_stage(by_stage or {}) for purpose, by_stage in value.items()}
-        return value
-
-
-def _position(doc: YamlDocument, loc: tuple) -> str:
-    """``line:column`` of the deepest node of ``loc`` found in the YAML (steps the script's shorthand
-    does not spell out, such as an implied ``turns``, are skipped)."""
-    node = doc.root
-    if node is None:
-        return "1:1"
-    for step in loc:
-        kids = node.children
-        if isinstance(kids, dict) and step in kids:
-            node = kids[step]
-        elif isinstance(kids, list) and isinstance(step, int) and 0 <= step < len(kids):
-            node = kids[step]
-    return f"{node.line}:{node.column}"
-
-
-def load_script(path: Path) -> Script:
-    """Load and check a script; every mistake is a :class:`ConfigError` naming file, line and field."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"scripted model (ODIN_SCRIPT): no file {path}",
-                          hint="give the script's absolute path, or one relative to the project") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"scripted model: cannot read {path}: {exc}", hint="check ODIN_SCRIPT") from None
-    hint = "see docs/scripted-model.md for the script format"
-    try:
-        doc = load_yaml(text)
-    except YamlError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.column}: {exc.message}", hint=exc.hint or hint) from None
-    if not isinstance(doc.data, dict):
-        raise ConfigError(f"{path}:1:1: a script is a mapping with 'stages' (and usually 'judge')", hint=hint)
-    try:
-        script = Script.model_validate(doc.data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        field = ".".join(str(p) for p in loc)
-        raise ConfigError(f"{path}:{_position(doc, loc)}: field {field}: {err['msg']}", hint=hint) from None
-    for loc, message in script.verdict_problems():
-        field = ".".join(str(p) for p in loc)
-        raise ConfigError(f"{path}:{_position(doc, loc)}: field {field}: {message}",
-                          hint="a verdict needs passed: true|false (script a bad answer with `malformed:`)")
-    return script
+# -- the script: odin_magic.workers.script_file (models, shorthands, located errors) -----------
 
 
 # -- the fake API ------------------------------------------------------------------------------

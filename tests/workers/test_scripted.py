@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from odin_magic.workers.config import Settings
-from odin_magic.core.errors import ConfigError
 from odin_magic.workers.base import CommandEvidence, WorkerError
 from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.factory import make_worker
@@ -110,24 +109,6 @@ def test_a_stage_the_script_does_not_cover_stops_clearly(project: Path, tmp_path
     worker, _ = scripted_worker(path)
     with pytest.raises(WorkerError, match=r"no turns for stage 'other'.*stages\.other"):
         worker.perform(stage_job(loop_from(LOOP), "other", project), Events())
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("stages:\n  write:\n    - txt: hi\n", ":3:12: field stages.write.0.turns.0.txt"),
-        ("stages:\n  write: [{tools: [{write: {}, bash: {}}]}]\n", "one key, the tool name"),
-        ("judge:\n  write: [{passed: maybe}]\n", ":2:20: field judge.write.0.passed: not a verdict"),
-        ("stages: [unclosed\n", ":2:1: invalid YAML"),
-        ("- just a list\n", "a script is a mapping"),
-        ("answers:\n  interview-score: [1, 2]\n", ":2:20: field answers.interview-score"),
-    ],
-)
-def test_script_mistakes_are_config_errors_naming_the_place(tmp_path: Path, text: str, expected: str):
-    path = script_file(tmp_path, text)
-    with pytest.raises(ConfigError) as info:
-        load_script(path)
-    assert expected in str(info.value) and str(path) in str(info.value)
 
 
 def test_odin_script_selects_the_scripted_model_without_an_api_key(project: Path, tmp_path: Path, monkeypatch):
