@@ -96,7 +96,28 @@ def test_every_emitted_event_kind_is_an_event_kind():
     assert EventKind.NOTICE == "notice" and EngineEvent("notice", "r").kind == EventKind.NOTICE
 
 
+def _typed_calls(names: set[str], folders: tuple[str, ...]) -> set[str]:
+    """The ``RecordType.NAME`` members passed first to calls of ``names`` in ``folders`` (their names)."""
+    found = set()
+    for folder in folders:
+        for path in (PACKAGE / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                if name not in names:
+                    continue
+                found |= {a.attr for a in node.args[:2] if isinstance(a, ast.Attribute)
+                          and isinstance(a.value, ast.Name) and a.value.id == "RecordType"}
+    return found
+
+
 def test_every_recorded_type_is_a_record_type():
-    recorded = _literal_calls({"_record", "record"}, ("engine", "commands", "runs"))
-    assert {"gate", "reopened", "forked"} <= recorded
-    assert recorded - {t.value for t in RecordType} == set()
+    """The engine names each record's type by its RecordType member (the typed API); a string would
+    bypass it, and a member that does not exist would fail only when that record is written."""
+    assert _literal_calls({"_record"}, ("engine",)) == set()
+    typed = _typed_calls({"_record", "record"}, ("engine", "commands", "runs"))
+    assert {"GATE", "REOPENED", "FORKED"} <= typed
+    assert typed - {t.name for t in RecordType} == set()
+    strings = _literal_calls({"_record", "record"}, ("engine", "commands", "runs"))
+    assert strings - {t.value for t in RecordType} == set()
