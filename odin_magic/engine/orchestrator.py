@@ -45,6 +45,7 @@ from odin_magic.render import run_report as runreport
 from odin_magic.runs import diffs
 from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.events import EngineEvent, Listener
+from odin_magic.runs.fold import revert_reason
 from odin_magic.runs.state import DryOptions, InterviewSummary, RunState, Usage
 from odin_magic.runs.store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunStore, command_line
 from odin_magic.runs.records import RecordType, StatePatch
@@ -203,6 +204,7 @@ class Engine:
             plan = rewind.revert_plan(self.checkpoints, s.state, selector, to, force)
             tree = rewind.apply(self.checkpoints, plan)
             self._record(s, RecordType.REVERTED, stage=plan.stage, to=plan.target, execution=plan.number,
+                         reason=revert_reason(plan.stage, plan.number),
                          restored=plan.restore, kept=plan.kept, set=StatePatch(
                              current_stage=plan.stage, status="running", blocked=None, repeats=None, checkpoint=None,
                              feedback=None, tree=tree, failure_reason=None, ended_at=None))
