@@ -193,9 +193,10 @@ class Engine:
 
     # -- checkpoints: diff, revert, fork (odin_magic/runs/diffs.py, odin_magic/engine/rewind.py) --------------
 
-    def diff(self, selector: str | None = None, run_id: str | None = None) -> diffs.StageDiff:
-        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest)."""
-        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector)
+    def diff(self, selector: str | None = None, run_id: str | None = None, net: bool = False) -> diffs.StageDiff:
+        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest);
+        ``net``: the stage's net change over all its executions."""
+        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector, net=net)
 
     def revert(self, selector: str | None = None, to: int | None = None, force: bool = False) -> RunState:
         """Restore the tree to the checkpoint before a stage execution; the run continues from that stage.

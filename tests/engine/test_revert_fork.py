@@ -581,3 +581,45 @@ def test_a_revert_record_of_an_earlier_version_folds_with_a_reason(project):
     assert [(r.at, r.stage, r.execution, r.point, r.reason) for r in state.reverts] == [
         ("2026-01-01T00:02:00", "fix", 1, 1, "reverted to before fix #1 by the user")]
     assert "reverts" not in fold(records[:2]).to_json()  # state.json of a run without reverts is as before
+
+
+AGAIN = """
+name: again
+max_iterations: 3
+stages:
+  - id: build
+    produces: [src/]
+    gate: {mode: ai, check: built}
+  - id: test
+    produces: [docs/]
+    gate: {mode: ai, check: tested, on_fail: build}
+"""
+
+
+def test_odin_diff_stage_says_latest_and_net_shows_all_executions(project, write_loop, capsys):
+    from odin_magic.runs.state import DryOptions
+
+    write_loop(AGAIN)
+    engine = Engine(project)
+    state = engine.start("again", "t", dry=DryOptions(gates=["test:fail"], approve_all=True))
+    assert [(e.stage, e.result) for e in state.history] == [
+        ("build", "pass"), ("test", "fail"), ("build", "pass"), ("test", "pass")]
+    latest = engine.diff("build")  # the dry worker never overwrites: build's second execution changed nothing
+    assert (latest.number, latest.files) == (3, [])
+    assert latest.title.endswith("execution 3: stage build, its latest execution of 2 (1, 3; --net shows their "
+                                 "net change)")
+    net = engine.diff("build", net=True)
+    # from before build's first execution to after its last: test's file, written in between, counts too
+    assert net.numbers == [1, 3] and [f.change.kind for f in net.files] == ["added", "added"]
+    assert sorted(f.change.path.split("/")[0] for f in net.files) == ["docs", "src"]
+    assert all("new file mode" in f.text for f in net.files)
+    assert net.before == state.history[0].checkpoint and net.after == state.history[2].after
+
+    assert odin_main(["diff", "build", "--net", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"run {state.run_id}, stage build: net change over its 2 execution(s) (1, 3), from before "
+                          "its first to after its last (2 file(s) changed)")
+    assert odin_main(["diff", "3", "--net", "--project", str(project)]) == 2
+    assert "give the stage, not an execution number" in capsys.readouterr().err
+    assert odin_main(["diff", "ship", "--net", "--project", str(project)]) == 2
+    assert "stage 'ship' has no recorded execution" in capsys.readouterr().err
