@@ -114,7 +114,7 @@ class StageDiff:
                     f"({shown}), from before its first to after its last")
         latest = ""
         if self.selected == "latest":
-            latest = f", its latest execution" + (f" of {len(self.numbers)} ({', '.join(map(str, self.numbers))}; "
+            latest = ", its latest execution" + (f" of {len(self.numbers)} ({', '.join(map(str, self.numbers))}; "
                                                   f"--net shows their net change)" if len(self.numbers) > 1 else "")
         return f"run {self.run_id}, execution {self.number}: stage {self.stage}{latest}"
 
