@@ -10,7 +10,7 @@ from odin_magic.cli.runs import engine_for, exit_code
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    print(engine_for(args).diff(args.which, run_id=args.run).text())
+    print(engine_for(args).diff(args.which, run_id=args.run, net=args.net).text())
     return 0
 
 
@@ -27,7 +27,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest)")
+    p = sub.add_parser("diff", help="print the unified diff of a stage execution (default: the latest; "
+                       "STAGE: its latest execution; --net: all of them)")
     add_command(p, history_args.DIFF, handler=_cmd_diff)
 
     p = sub.add_parser("revert", help="restore the tree to the checkpoint before a stage execution; "

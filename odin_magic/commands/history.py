@@ -9,8 +9,12 @@ from odin_magic.commands.spec import arg
 
 DIFF = (
     arg("which", nargs="?", metavar="STAGE|N",
-        help="STAGE: that stage's latest execution; N: execution N (the history entry number, as in "
-             "status and its gate evidence); nothing: the latest execution (at a pause, the paused stage's)"),
+        help="STAGE: that stage's latest execution (--net: all of them); N: execution N (the history entry "
+             "number, as in status and its gate evidence); nothing: the latest execution (at a pause, the "
+             "paused stage's)"),
+    arg("--net", action="store_true",
+        help="with STAGE: the stage's net change over all its executions (from the checkpoint before its "
+             "first execution to the tree after its last)"),
     arg("--run", metavar="ID", help="run id (default: the active or latest run)"),
 )
 

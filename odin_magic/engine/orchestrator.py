@@ -45,6 +45,7 @@ from odin_magic.render import run_report as runreport
 from odin_magic.runs import diffs
 from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.events import EngineEvent, Listener
+from odin_magic.runs.fold import revert_reason
 from odin_magic.runs.state import DryOptions, InterviewSummary, RunState, Usage
 from odin_magic.runs.store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunStore, command_line
 from odin_magic.runs.records import RecordType, StatePatch
@@ -192,9 +193,10 @@ class Engine:
 
     # -- checkpoints: diff, revert, fork (odin_magic/runs/diffs.py, odin_magic/engine/rewind.py) --------------
 
-    def diff(self, selector: str | None = None, run_id: str | None = None) -> diffs.StageDiff:
-        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest)."""
-        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector)
+    def diff(self, selector: str | None = None, run_id: str | None = None, net: bool = False) -> diffs.StageDiff:
+        """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest);
+        ``net``: the stage's net change over all its executions."""
+        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector, net=net)
 
     def revert(self, selector: str | None = None, to: int | None = None, force: bool = False) -> RunState:
         """Restore the tree to the checkpoint before a stage execution; the run continues from that stage.
@@ -203,6 +205,7 @@ class Engine:
             plan = rewind.revert_plan(self.checkpoints, s.state, selector, to, force)
             tree = rewind.apply(self.checkpoints, plan)
             self._record(s, RecordType.REVERTED, stage=plan.stage, to=plan.target, execution=plan.number,
+                         reason=revert_reason(plan.stage, plan.number),
                          restored=plan.restore, kept=plan.kept, set=StatePatch(
                              current_stage=plan.stage, status="running", blocked=None, repeats=None, checkpoint=None,
                              feedback=None, tree=tree, failure_reason=None, ended_at=None))

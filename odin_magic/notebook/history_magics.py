@@ -13,7 +13,7 @@ from odin_magic.render.displays import MessageDisplay
 def cmd_diff(magics, args):
     from odin_magic.render.diff_view import DiffDisplay  # loads the checkpoint store: not at %load_ext
 
-    return DiffDisplay(magics.runner().engine.diff(args.which, run_id=args.run))
+    return DiffDisplay(magics.runner().engine.diff(args.which, run_id=args.run, net=args.net))
 
 
 def cmd_revert(magics, args):

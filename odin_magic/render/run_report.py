@@ -15,8 +15,10 @@ the engine writes both files from what the run recorded:
   files beside the report and as attachments of the notebook's markdown cells,
   so they survive export and need no kernel to show.
 
-``report.ipynb`` is valid nbformat; its one code cell reads the run's state.json
-(standard library only), so nbclient runs it. Every section is redacted of the
+``report.ipynb`` is valid nbformat; its one code cell (standard library only, so nbclient runs it)
+reads the run's state.json wherever it finds it — in the kernel's directory, beside the notebook when
+Jupyter or VS Code says where that is, or in the run dir as it was when the report was written —
+and, from any other directory, shows the snapshot of the state embedded in it. Every section is redacted of the
 configured secrets before it is escaped into either file (:mod:`odin_magic.core.secrets`).
 """
 
@@ -31,7 +33,8 @@ from typing import Any
 
 from odin_magic.runs import evidence as gate_evidence
 from odin_magic.loop.schema import Loop
-from odin_magic.runs.state import RunState
+from odin_magic.runs.state import RunState, Usage
+from odin_magic.render.text import cost_text, history_with_reverts
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
 
@@ -123,20 +126,37 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
         head.append(f"- **to do**: {state.blocked.fix}")
     out = [("Summary", "\n".join(head))]
 
-    rows = ["| # | stage | result | gate | agent | reason | next |", "|---|---|---|---|---|---|---|"]
-    for n, e in enumerate(state.history, start=1):
-        nxt = state.history[n].stage if n < len(state.history) else (state.current_stage if state.active else "—")
-        why = (e.reason or "") + (f" [{e.failure}]" if e.failure and e.failure != "recoverable" else "")
-        rows.append(f"| {n} | {e.stage} | {e.result} | {e.gate} | {e.agent or ''} | {_cell(why)} | {nxt} |")
-    out.append(("Path through the stages", "\n".join(rows) if state.history else "No stage was judged."))
+    out.append(("Path through the stages", _path(state)))
 
     out.append(("Acceptance criteria", _acceptance(g.completion)))
     out.append(("Gates proven able to fail", _mutations(g.mutations)))
 
+    out.append(("Time, tokens and cost per stage", _costs(state, loop)))
+
+    out.append(("Files changed per stage", _changes(state, g)))
+    out.append(("Interview convergence", _interview(state, g)))
+    return out
+
+
+def _money_cell(usage: Usage | None) -> str:
+    """A cost cell: USD spent, or ``≈ 0.0123 offline`` for what the offline scripted model answered."""
+    if usage is None:
+        return f"{0:.4f}"
+    if usage.offline_usd <= 0:
+        return f"{usage.cost_usd:.4f}"
+    spent = max(usage.cost_usd - usage.offline_usd, 0.0)
+    return (f"{spent:.4f} + " if spent >= 5e-7 else "") + f"≈ {usage.offline_usd:.4f} offline"
+
+
+def _costs(state: RunState, loop: Loop | None) -> str:
+    """Time, tokens and cost per stage; an offline run's cost is an estimate and says so (as ``status`` does)."""
     times = _stage_times(state)
     ids = list(loop.stage_ids()) if loop is not None else list(dict.fromkeys(e.stage for e in state.history))
     ids += [s for s in state.usage.by_stage if s not in ids]
-    cost = ["| stage | time | tokens | cost (USD) | gate failures |", "|---|---|---|---|---|"]
+    total = state.usage.total
+    offline = total.offline_usd > 0
+    header = "cost (USD; ≈ an estimate where offline)" if offline else "cost (USD)"
+    cost = [f"| stage | time | tokens | {header} | gate failures |", "|---|---|---|---|---|"]
     fails: dict[str, int] = {}
     for e in state.history:
         if e.result == "fail":
@@ -144,15 +164,31 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
     for sid in ids:
         u = state.usage.by_stage.get(sid)
         cost.append(f"| {sid} | {int(times.get(sid, 0))} s | {u.total_tokens if u else 0:,} | "
-                    f"{u.cost_usd if u else 0:.4f} | {fails.get(sid, 0)} |")
-    total = state.usage.total
+                    f"{_money_cell(u)} | {fails.get(sid, 0)} |")
     cost.append(f"| **total** | {_duration(state.started_at, state.ended_at)} | {total.total_tokens:,} | "
-                f"{total.cost_usd:.4f} | {sum(fails.values())} |")
-    out.append(("Time, tokens and cost per stage", "\n".join(cost)))
+                f"{_money_cell(total)} | {sum(fails.values())} |")
+    if offline:
+        cost += ["", f"Cost: {cost_text(total)} — the offline scripted model answered, so the ≈ figures are "
+                     "what the same tokens would have cost on Claude, an estimate; nothing was charged for them."]
+    elif state.dry is not None:
+        cost += ["", "Cost: nothing spent — a dry run calls no model."]
+    return "\n".join(cost)
 
-    out.append(("Files changed per stage", _changes(state, g)))
-    out.append(("Interview convergence", _interview(state, g)))
-    return out
+
+def _path(state: RunState) -> str:
+    """The history as a table, a row per gate evaluation and one per revert (with its reason)."""
+    items = history_with_reverts(state)
+    if not items:
+        return "No stage was judged."
+    rows = ["| # | stage | result | gate | agent | reason | next |", "|---|---|---|---|---|---|---|"]
+    for k, (n, e) in enumerate(items):
+        nxt = items[k + 1][1].stage if k + 1 < len(items) else (state.current_stage if state.active else "—")
+        if not n:  # a revert: the run went back to before an execution of e.stage, and continued from there
+            rows.append(f"| ↶ | {e.stage} | reverted | — | | {_cell(e.reason)} | {nxt} |")
+            continue
+        why = (e.reason or "") + (f" [{e.failure}]" if e.failure and e.failure != "recoverable" else "")
+        rows.append(f"| {n} | {e.stage} | {e.result} | {e.gate} | {e.agent or ''} | {_cell(why)} | {nxt} |")
+    return "\n".join(rows)
 
 
 def _acceptance(completion: dict | None) -> str:
@@ -243,18 +279,66 @@ def charts(state: RunState, loop: Loop | None, g: _Gathered) -> dict[str, bytes]
     return out
 
 
-_CODE = '''\
-# The run's state as it is now (re-run this cell after `odin run` continues it).
-import json, pathlib
-state = json.loads(pathlib.Path("state.json").read_text(encoding="utf-8"))
-print(f"{state['run_id']}: {state['status']} at {state['current_stage']}, "
-      f"{state['total_iterations']}/{state['max_iterations']} loopbacks")
-for entry in state["history"][-10:]:
-    print(" ", entry["at"], entry["stage"], entry["result"], entry.get("reason") or "")
-'''
+_CODE = """\
+# The run's state: its state.json, found beside this notebook, in the directory the kernel started in or
+# where the run was (re-run this cell after `odin run` continues it); else the snapshot written with the report.
+import json, os, pathlib
+
+RUN_ID = {run_id!r}
+RUN_DIR = {run_dir!r}
+SNAPSHOT = {snapshot!r}
 
 
-def _notebook(title: str, parts: list[tuple[str, str]], images: dict[str, bytes]) -> str:
+def run_state():
+    places = [pathlib.Path.cwd()]
+    own = os.environ.get("JPY_SESSION_NAME") or globals().get("__vsc_ipynb_file__")  # this notebook's path
+    if own:
+        places.append(pathlib.Path(own).parent)
+    places.append(pathlib.Path(RUN_DIR))
+    for place in places:
+        try:
+            state = json.loads((place / "state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and state.get("run_id") == RUN_ID:
+            return state, str(place / "state.json")
+    return SNAPSHOT, "the snapshot taken when this report was written"
+
+
+state, source = run_state()
+print(f"{{state['run_id']}}: {{state['status']}} at {{state['current_stage']}}, "
+      f"{{state['total_iterations']}}/{{state['max_iterations']}} loopbacks (from {{source}})")
+history, first = state["history"], state.get("first_entry", 1)
+skip = max(0, len(history) - 10)
+reverts = [r for r in state.get("reverts") or [] if r["point"] >= first - 1 + skip]
+for k, entry in enumerate(history[skip:], start=skip):
+    while reverts and reverts[0]["point"] < first + k:
+        r = reverts.pop(0)
+        print(" ", r["at"], "reverted:", r["reason"])
+    print(" ", f"#{{first + k}}", entry["at"], entry["stage"], entry["result"], entry.get("reason") or "")
+for r in reverts:
+    print(" ", r["at"], "reverted:", r["reason"])
+"""
+
+
+def _snapshot(state: RunState) -> dict:
+    """What the notebook's code cell shows when it cannot find the run's state.json: the state's head, its last
+    ten history entries (``first_entry``: the number of the first) and its reverts."""
+    tail = state.history[-10:]
+    return {
+        "run_id": state.run_id, "status": state.status, "current_stage": state.current_stage,
+        "total_iterations": state.total_iterations, "max_iterations": state.max_iterations,
+        "first_entry": len(state.history) - len(tail) + 1,
+        "history": [{"at": e.at, "stage": e.stage, "result": e.result, "reason": e.reason} for e in tail],
+        "reverts": [r.model_dump(mode="json") for r in state.reverts or ()],
+    }
+
+
+def _code(state: RunState, run_dir: Path) -> str:
+    return _CODE.format(run_id=state.run_id, run_dir=str(Path(run_dir).resolve()), snapshot=_snapshot(state))
+
+
+def _notebook(title: str, parts: list[tuple[str, str]], images: dict[str, bytes], code: str) -> str:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -266,7 +350,7 @@ def _notebook(title: str, parts: list[tuple[str, str]], images: dict[str, bytes]
         cell["attachments"] = {name: {"image/png": base64.b64encode(data).decode("ascii")}
                                for name, data in images.items()}
         cells.append(cell)
-    cells.append(new_code_cell(_CODE))
+    cells.append(new_code_cell(code))
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
         "language_info": {"name": "python"},
@@ -292,5 +376,5 @@ def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
         md += [f"## {heading}", "", body, ""]
     md += ["## Charts", ""] + [f"![{name}]({CHART_DIR}/{name})" for name in images] + [""]
     write_atomic(run_dir / REPORT_MD, "\n".join(md))
-    write_atomic(run_dir / REPORT_NB, _notebook(title, parts, images))
+    write_atomic(run_dir / REPORT_NB, _notebook(title, parts, images, _code(state, run_dir)))
     return run_dir / REPORT_MD

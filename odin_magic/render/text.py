@@ -16,9 +16,9 @@ from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
 if TYPE_CHECKING:  # annotations only: front ends load this module cheaply
     from odin_magic.runs.events import EngineEvent
     from odin_magic.loop.schema import Loop
-    from odin_magic.runs.state import InterviewSummary, RunState, Usage
+    from odin_magic.runs.state import HistoryEntry, InterviewSummary, Revert, RunState, Usage
 
-PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED = "✅", "🔄", "⏸", "⬜", "⛔"
+PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED, REVERTED = "✅", "🔄", "⏸", "⬜", "⛔", "↶"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
                "done": "✅", "failed": "❌", "abandoned": "✖"}
 
@@ -142,18 +142,43 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
         skipped = len(state.history) - len(shown)
         lines.append("")
         lines.append(f"history ({len(state.history)} entries" + (f", last {len(shown)}" if skipped else "") + ")")
-        for e in shown:
-            mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
-            extra = f" [{e.agent}]" if e.agent else ""
-            why = f" — {e.reason}" if e.reason else ""
-            if e.failure and e.failure != "recoverable":
-                why += f" [{e.failure}]"
-            lines.append(f"  {mark} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}")
+        for n, item in history_with_reverts(state, start=skipped):
+            lines.append(_history_line(n, item))
     if criteria:
         lines += ["", "before done (acceptance criteria, regression suite)"] + [f"  {c}" for c in criteria]
     if question:
         lines += ["", f"{AWAITING} waiting for your answer:", question]
     return "\n".join(lines)
+
+
+def history_with_reverts(state: RunState, start: int = 0) -> list[tuple[int, HistoryEntry | Revert]]:
+    """The history from entry ``start`` on, each entry with its number (1-based, the execution number of
+    ``odin diff`` and ``odin revert``), and the run's reverts where they happened (numbered 0); a revert
+    right before entry ``start + 1`` is included."""
+    reverts = sorted(state.reverts or (), key=lambda r: r.point)
+    out: list[tuple[int, HistoryEntry | Revert]] = []
+    k = 0
+    while k < len(reverts) and reverts[k].point < start:
+        k += 1
+    for n in range(start + 1, len(state.history) + 1):
+        while k < len(reverts) and reverts[k].point < n:
+            out.append((0, reverts[k]))
+            k += 1
+        out.append((n, state.history[n - 1]))
+    out += [(0, r) for r in reverts[k:]]
+    return out
+
+
+def _history_line(n: int, item: HistoryEntry | Revert) -> str:
+    if not n:  # a revert
+        return f"  {REVERTED} {item.at}  {item.reason}; the run continues from {item.stage}"
+    e = item
+    mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
+    extra = f" [{e.agent}]" if e.agent else ""
+    why = f" — {e.reason}" if e.reason else ""
+    if e.failure and e.failure != "recoverable":
+        why += f" [{e.failure}]"
+    return f"  {mark} #{n} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}"
 
 
 def render_simulation(result: dict) -> str:
@@ -257,7 +282,7 @@ def format_event(event: EngineEvent) -> str | None:
     if k == "blocked":
         return f"⛔ {text}"
     if k in ("reverted", "forked"):
-        return f"↶ {text}"
+        return f"{REVERTED} {text}"
     if k == "unblocked":
         return f"▶ {text}"
     if k == "completion":  # the checks before done: a line per criterion and the suite

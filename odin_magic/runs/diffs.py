@@ -3,7 +3,8 @@
 A stage execution is a history entry that carries checkpoints (see
 :mod:`odin_magic.runs.checkpoints`): its number N (1-based, the ``evaluation`` number of
 its gate evidence), or a stage id (its latest execution), or
-nothing (the latest execution: at a pause, the paused stage's).
+nothing (the latest execution: at a pause, the paused stage's). With ``net``, a stage's net change
+over all its executions: from the checkpoint before its first to the tree after its last.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def _header_path(rest: str) -> str:
 
 @dataclass
 class StageDiff:
-    """One stage execution's changes: a summary line per file and the unified diff."""
+    """One stage execution's changes (or, ``net``, a stage's over all its executions ``numbers``): a summary
+    line per file and the unified diff."""
 
     run_id: str
     number: int
@@ -101,10 +103,20 @@ class StageDiff:
     before: str
     after: str
     files: list[FileDiff] = field(default_factory=list)
+    selected: str = ""  # how the execution was chosen: "latest of STAGE", "net", "" (by number)
+    numbers: list[int] = field(default_factory=list)  # net: every execution of the stage
 
     @property
     def title(self) -> str:
-        return f"run {self.run_id}, execution {self.number}: stage {self.stage}"
+        if self.selected == "net":
+            shown = ", ".join(str(n) for n in self.numbers)
+            return (f"run {self.run_id}, stage {self.stage}: net change over its {len(self.numbers)} execution(s) "
+                    f"({shown}), from before its first to after its last")
+        latest = ""
+        if self.selected == "latest":
+            latest = ", its latest execution" + (f" of {len(self.numbers)} ({', '.join(map(str, self.numbers))}; "
+                                                  f"--net shows their net change)" if len(self.numbers) > 1 else "")
+        return f"run {self.run_id}, execution {self.number}: stage {self.stage}{latest}"
 
     def summary(self) -> str:
         if not self.files:
@@ -117,13 +129,37 @@ class StageDiff:
         return head + "\n" + (self.summary() if not body else body.rstrip("\n"))
 
 
-def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None) -> StageDiff:
+def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None, net: bool = False) -> StageDiff:
+    """The diff of the execution ``selector`` names (see :func:`select_execution`); with ``net``, of the stage
+    ``selector`` over all its executions: from the checkpoint before its first to the tree after its last
+    (what other stages changed in between counts too: the tree is compared, not the executions)."""
+    if net:
+        return _net_diff(checkpoints, state, selector)
     number, entry = select_execution(state, selector)
     before, after = entry.checkpoint, entry.after or entry.checkpoint
+    files = _files(checkpoints, before, after)
+    by_stage = selector is not None and selector != "" and not selector.isdigit()
+    numbers = [n for n, e in enumerate(state.history, start=1) if e.checkpoint and e.stage == entry.stage]
+    return StageDiff(state.run_id, number, entry.stage, before, after, files,
+                     selected="latest" if by_stage else "", numbers=numbers)
+
+
+def _files(checkpoints: Checkpoints, before: str, after: str) -> list[FileDiff]:
     checkpoints.require(before)
     checkpoints.require(after)
     changes = checkpoints.changes(before, after)
     parts = split_diff(checkpoints.diff(before, after, errors="surrogateescape")) if changes else {}
     parts = {path: text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for path, text in parts.items()}
-    files = [FileDiff(c, parts.get(c.path, "")) for c in changes]
-    return StageDiff(state.run_id, number, entry.stage, before, after, files)
+    return [FileDiff(c, parts.get(c.path, "")) for c in changes]
+
+
+def _net_diff(checkpoints: Checkpoints, state: RunState, stage: str | None) -> StageDiff:
+    if not stage or stage.isdigit():
+        raise UsageError("--net shows a stage's net change: give the stage, not an execution number",
+                         hint="odin diff build --net   (odin diff N shows execution N)")
+    select_execution(state, stage)  # the stage has an execution with checkpoints, or a UsageError says which do
+    executions = [(n, e) for n, e in enumerate(state.history, start=1) if e.checkpoint and e.stage == stage]
+    first, last = executions[0][1], executions[-1][1]
+    before, after = first.checkpoint, last.after or last.checkpoint
+    return StageDiff(state.run_id, executions[-1][0], stage, before, after, _files(checkpoints, before, after),
+                     selected="net", numbers=[n for n, _ in executions])

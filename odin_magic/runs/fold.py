@@ -4,7 +4,9 @@ state.json is a cache of this fold (see :mod:`odin_magic.runs.store`). A record'
 (its :class:`~odin_magic.runs.records.StatePatch`) replaces the fields it names, but
 ``iterations``, ``artifacts`` and ``dry_used``, which are merged key by key; ``usage`` adds to the
 run's usage, ``entry`` and ``entries`` append history entries, ``interview`` replaces the interview
-summary and ``concerns`` are appended. The fold reads the record's JSON object as written (a
+summary and ``concerns`` are appended; a ``reverted`` record appends a
+:class:`~odin_magic.runs.state.Revert` to ``reverts`` (with its reason, or the one :func:`revert_reason`
+gives the records of versions that wrote none). The fold reads the record's JSON object as written (a
 :class:`~odin_magic.runs.records.Record` or a plain dict), whatever its type: a record of a later
 version folds as far as this version knows its fields.
 """
@@ -19,7 +21,7 @@ from pydantic import ValidationError
 from odin_magic.runs.errors import RunCorrupt
 from odin_magic.runs.records import SETTABLE
 from odin_magic.runs.state import (
-    Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, RunState, Streak, Usage
+    Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, Revert, RunState, Streak, Usage
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
@@ -88,8 +90,23 @@ def _apply(state: RunState | None, record: Mapping[str, Any]) -> RunState:
         state.interview = InterviewSummary.model_validate(record["interview"])
     for concern in record.get("concerns") or ():  # appended: a gate pass's concerns, carried forward
         state.concerns.append(Concern.model_validate(concern))
+    if kind == "reverted":  # the records of earlier versions carry no reason: revert_of gives one
+        state.reverts = [*(state.reverts or ()), revert_of(record, len(state.history))]
     state.log_seq = record["seq"]
     return state
+
+
+def revert_reason(stage: str, execution: int | str) -> str:
+    """What a revert record says of itself: ``reverted to before fix #3 by the user``."""
+    return f"reverted to before {stage} #{execution} by the user"
+
+
+def revert_of(record: Mapping[str, Any], point: int) -> Revert:
+    """A ``reverted`` record as the :class:`Revert` the state keeps, ``point`` history entries in."""
+    stage = record.get("stage") or "?"
+    execution = record.get("execution") or 0
+    reason = record.get("reason") or revert_reason(stage, execution)
+    return Revert(at=record.get("at", ""), stage=stage, execution=execution, point=point, reason=reason)
 
 
 def fold(records: Iterable[Mapping[str, Any]], state: RunState | None = None,

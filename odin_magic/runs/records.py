@@ -313,7 +313,18 @@ class Unblocked(Record):
 
 
 class Reverted(Record):
+    """The tree went back to the checkpoint before stage execution ``execution`` (of ``stage``); ``reason``
+    says so in words (records of earlier versions have none: :func:`odin_magic.runs.fold.revert_of`)."""
+
     __slots__ = ()
+
+    @property
+    def execution(self) -> int | None:
+        return self.get("execution")
+
+    @property
+    def reason(self) -> str | None:
+        return self.get("reason")
 
 
 class Forked(Record):

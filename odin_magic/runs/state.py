@@ -114,6 +114,17 @@ class Concern(_State):
     text: str
 
 
+class Revert(_State):
+    """A revert of the run (``RunState.reverts``): when, where in the history, and why (folded from a
+    ``reverted`` record; see :func:`odin_magic.runs.fold.revert_of`)."""
+
+    at: str
+    stage: str  # the stage the run continues from
+    execution: int  # the stage execution whose checkpoint the tree went back to (its history entry number)
+    point: int  # how many history entries came before the revert
+    reason: str  # "reverted to before fix #3 by the user"
+
+
 @dataclass(slots=True, config=ConfigDict(extra="ignore"))
 class HistoryEntry:
     """One gate evaluation in ``RunState.history`` (seed 000's history entry).
@@ -204,6 +215,7 @@ class RunState(_State):
     forked_to: str | None = None  # the run that forked this one (which is then abandoned)
     concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.engine.routing)
+    reverts: list[Revert] | None = None  # the run's reverts, oldest first (None, left out of state.json: none)
     log_seq: int = 0  # sequence number of the last event-log record folded in
 
     @property

@@ -3,7 +3,7 @@
 Layout (see ``docs/engine.md``)::
 
     <project>/.odin-loop/
-        .gitignore              "*" (custom loops in loops/ are re-included)
+        .gitignore              "*", itself included (custom loops in loops/ are re-included)
         project.lock            held while a run is created
         runs/<run-id>/
             events.jsonl        the authoritative, append-only event log
@@ -70,14 +70,17 @@ STATE_NAME = "state.json"
 ABANDONED_MARK = "abandoned.json"  # beside a damaged run the user gave up: it no longer blocks a new one
 LOOP_NAME = "loop.json"
 DRIVER_NAME = "driver.json"
+GITIGNORE_HEADER = "# Written by odin-magic: "
 GITIGNORE_TEXT = (
-    "# Written by odin-magic: run scaffolding never leaks into a commit.\n"
+    GITIGNORE_HEADER + "nothing here (this file included) shows in git status, a commit or a stash.\n"
     "*\n"
-    "!.gitignore\n"
     "# custom loops are yours to commit\n"
     "!loops/\n"
     "!loops/**\n"
 )
+#: what earlier versions wrote: "!.gitignore" un-ignored the file itself, so `git status` showed
+#: `?? .odin-loop/` and `git add -A` committed it; :meth:`RunStore.ensure_layout` mends it
+_SELF_INCLUDE = "!.gitignore"
 
 #: A driver refreshes state.json between pauses when it is this many records
 #: behind the log or this many seconds old, whichever comes first, provided the
@@ -294,6 +297,20 @@ class RunHandle:
 # -- the store --------------------------------------------------------------
 
 
+def _mended_gitignore(text: str) -> str | None:
+    """The text of a ``.odin-loop/.gitignore`` an earlier version wrote, without the line that un-ignored
+    the file itself (so the folder showed in ``git status``); None when there is nothing to mend (the file
+    is today's, or the user's own: one without odin's header line is left alone)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith(GITIGNORE_HEADER) or _SELF_INCLUDE not in (ln.strip() for ln in lines):
+        return None
+    kept = [ln for ln in lines if ln.strip() != _SELF_INCLUDE]
+    if kept[1:] == GITIGNORE_TEXT.splitlines()[1:]:
+        return GITIGNORE_TEXT
+    return "\n".join(kept) + "\n"
+
+
+
 class RunStore:
     def __init__(self, project_dir: Path):
         self.project_dir = Path(project_dir).resolve()
@@ -305,6 +322,10 @@ class RunStore:
         gitignore = self.root / ".gitignore"
         if not gitignore.exists():
             write_atomic(gitignore, GITIGNORE_TEXT)
+            return
+        mended = _mended_gitignore(gitignore.read_text(encoding="utf-8", errors="replace"))
+        if mended is not None:
+            write_atomic(gitignore, mended)
 
     def run_dir(self, run_id: str) -> Path:
         """The directory of run ``run_id``. A run id is a plain name (``20260101-120000-tiny``), never a

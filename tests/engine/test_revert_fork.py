@@ -524,3 +524,102 @@ def test_revert_keeps_notebooks_unless_forced(project, write_loop):
     assert (project / "work.ipynb").read_text() == "saved\n" and (project / "notes.txt").exists()
     engine.revert("build", force=True)
     assert (project / "work.ipynb").read_text() == '{"cells": []}\n'
+
+
+# -- a revert in the history, the status and the report (issue 21, item 7) ---------------------------
+
+
+def test_a_revert_shows_in_the_status_history_and_the_report_with_its_reason(project, write_loop):
+    from odin_magic.render.text import render_status
+    from odin_magic.runs.state import DryOptions
+
+    write_loop(LOOP)
+    seed(project)
+    engine = Engine(project)
+    engine.start("two", "t", dry=DryOptions())
+    engine.approve()  # build approved; ship pauses
+    state = engine.revert("build")
+    assert [(r.stage, r.execution, r.point, r.reason) for r in state.reverts] == [
+        ("build", 1, 3, "reverted to before build #1 by the user")]
+    text = render_status(state, engine.loop_for(state.run_id))
+    history = text[text.index("history ("):].splitlines()
+    assert [line.split()[1] for line in history[1:]] == ["#1", "#2", "#3", history[4].split()[1]]
+    assert history[4].startswith("  ↶ ") and history[4].endswith(
+        "reverted to before build #1 by the user; the run continues from build")
+    assert "ship pass (ai-pending)" in history[3]
+
+    engine.run()  # build again, paused
+    engine.approve()
+    final = engine.approve()
+    assert final.status == "done"
+    again = Engine(project).status(final.run_id)  # read back from state.json
+    assert [r.reason for r in again.reverts] == ["reverted to before build #1 by the user"]
+    text = render_status(again, history_tail=4)
+    shown = text[text.index("history ("):].splitlines()
+    assert shown[0] == "history (7 entries, last 4)"  # the revert right before the first entry shown is shown
+    assert shown[1].startswith("  ↶ ") and [line.split()[1] for line in shown[2:]] == ["#4", "#5", "#6", "#7"]
+    report = (engine.run_dir(final.run_id) / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| ↶ "))
+    assert row == "| ↶ | build | reverted | — | | reverted to before build #1 by the user | build |"
+    rows = [line for line in report.splitlines() if line.startswith("| 3 | ship")]
+    assert rows and rows[0].endswith("| build |")  # what came after ship's pass: the revert, then build
+
+
+def test_a_revert_record_of_an_earlier_version_folds_with_a_reason(project):
+    from odin_magic.runs.store import fold
+
+    records = [
+        {"seq": 1, "at": "2026-01-01T00:00:00", "type": "created", "run_id": "r", "loop": "l", "task": "t",
+         "started_at": "2026-01-01T00:00:00", "current_stage": "fix", "max_iterations": 3},
+        {"seq": 2, "at": "2026-01-01T00:01:00", "type": "gate", "entry": {
+            "stage": "fix", "result": "pass", "gate": "ai", "at": "2026-01-01T00:01:00"}},
+        # what versions before reasons wrote: no "reason"
+        {"seq": 3, "at": "2026-01-01T00:02:00", "type": "reverted", "stage": "fix", "to": "abc", "execution": 1,
+         "restored": ["a.py"], "kept": [], "set": {"current_stage": "fix", "status": "running"}},
+    ]
+    state = fold(records)
+    assert [(r.at, r.stage, r.execution, r.point, r.reason) for r in state.reverts] == [
+        ("2026-01-01T00:02:00", "fix", 1, 1, "reverted to before fix #1 by the user")]
+    assert "reverts" not in fold(records[:2]).to_json()  # state.json of a run without reverts is as before
+
+
+AGAIN = """
+name: again
+max_iterations: 3
+stages:
+  - id: build
+    produces: [src/]
+    gate: {mode: ai, check: built}
+  - id: test
+    produces: [docs/]
+    gate: {mode: ai, check: tested, on_fail: build}
+"""
+
+
+def test_odin_diff_stage_says_latest_and_net_shows_all_executions(project, write_loop, capsys):
+    from odin_magic.runs.state import DryOptions
+
+    write_loop(AGAIN)
+    engine = Engine(project)
+    state = engine.start("again", "t", dry=DryOptions(gates=["test:fail"], approve_all=True))
+    assert [(e.stage, e.result) for e in state.history] == [
+        ("build", "pass"), ("test", "fail"), ("build", "pass"), ("test", "pass")]
+    latest = engine.diff("build")  # the dry worker never overwrites: build's second execution changed nothing
+    assert (latest.number, latest.files) == (3, [])
+    assert latest.title.endswith("execution 3: stage build, its latest execution of 2 (1, 3; --net shows their "
+                                 "net change)")
+    net = engine.diff("build", net=True)
+    # from before build's first execution to after its last: test's file, written in between, counts too
+    assert net.numbers == [1, 3] and [f.change.kind for f in net.files] == ["added", "added"]
+    assert sorted(f.change.path.split("/")[0] for f in net.files) == ["docs", "src"]
+    assert all("new file mode" in f.text for f in net.files)
+    assert net.before == state.history[0].checkpoint and net.after == state.history[2].after
+
+    assert odin_main(["diff", "build", "--net", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"run {state.run_id}, stage build: net change over its 2 execution(s) (1, 3), from before "
+                          "its first to after its last (2 file(s) changed)")
+    assert odin_main(["diff", "3", "--net", "--project", str(project)]) == 2
+    assert "give the stage, not an execution number" in capsys.readouterr().err
+    assert odin_main(["diff", "ship", "--net", "--project", str(project)]) == 2
+    assert "stage 'ship' has no recorded execution" in capsys.readouterr().err

@@ -86,3 +86,68 @@ def test_every_run_end_writes_a_report_and_a_pause_does_not(project: Path, write
     if how == "failed":
         assert "- **why it failed**: total_iterations 2 exceeded max_iterations 1" in md
     assert (d / "report.ipynb").is_file()
+
+
+# -- issue 21, item 7: the notebook from any directory, an offline run's cost said to be an estimate -----------
+
+
+def execute(nb_path: Path, cwd: Path) -> str:
+    """Execute a notebook with the kernel started in ``cwd``; what its code cells printed."""
+    nb = nbformat.read(nb_path, as_version=4)
+    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(cwd)}}).execute()
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_the_report_notebook_runs_from_any_directory(project: Path, write_loop, tmp_path: Path):
+    write_loop(LOOP)
+    state = Engine(project).start("reported", "t", dry=DryOptions(gates=["test:fail"], approve_all=True))
+    d = run_dir(project, state)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    printed = execute(d / "report.ipynb", elsewhere)
+    assert f"{state.run_id}: done at review, 1/3 loopbacks (from {d.resolve() / 'state.json'})" in printed
+    assert "#2" in printed and "dry run: scripted failure (test:fail)" in printed
+
+    # the notebook alone, its run gone: the snapshot written with it
+    (elsewhere / "report.ipynb").write_bytes((d / "report.ipynb").read_bytes())
+    (d / "state.json").rename(d / "state.json.away")
+    printed = execute(elsewhere / "report.ipynb", elsewhere)
+    assert f"{state.run_id}: done at review, 1/3 loopbacks (from the snapshot taken when" in printed
+    assert "test fail dry run: scripted failure (test:fail)" in printed
+
+
+def test_an_offline_runs_cost_in_the_report_is_an_estimate(project: Path, write_loop):
+    from odin_magic.workers.config import Settings
+    from odin_magic.workers.factory import make_worker
+
+    write_loop("""
+    name: offline
+    max_iterations: 1
+    stages:
+      - id: build
+        produces: [docs/]
+        gate: {mode: ai, check: it exists}
+    """)
+    script = project.parent / "script.yaml"
+    script.write_text(
+        "stages:\n"
+        "  build:\n"
+        "    - tools: [{write: {file_path: docs/out.md, content: \"# out\\\\n\"}}]\n"
+        "    - text: done\n"
+        "default_verdict: {status: DONE, passed: true}\n")
+    engine = Engine(project, worker=make_worker(Settings.from_env(env={}, script=script), project))
+    state = engine.start("offline", "t")
+    assert state.status == "done", state.failure_reason
+    assert state.usage.total.offline_usd > 0
+    md = (run_dir(project, state) / "report.md").read_text()
+    table = md.split("## Time, tokens and cost per stage")[1].split("\n## ")[0]
+    assert "| cost (USD; ≈ an estimate where offline) |" in table
+    assert f"| ≈ {state.usage.total.offline_usd:.4f} offline |" in table
+    assert "if run on Claude; nothing spent" in table and "an estimate" in table
+
+
+def test_a_dry_runs_report_says_nothing_was_spent(project: Path, write_loop):
+    write_loop(LOOP)
+    state = Engine(project).start("reported", "t", dry=DryOptions(approve_all=True))
+    md = (run_dir(project, state) / "report.md").read_text()
+    assert "| cost (USD) |" in md and "Cost: nothing spent — a dry run calls no model." in md
