@@ -21,6 +21,7 @@ from odin_magic.engine.orchestrator import Engine
 from odin_magic.engine.regression import PYTEST, candidates, detect, suite_for
 from odin_magic.loop.schema import GateCommand
 from odin_magic.runs import evidence as gate_evidence
+from odin_magic.runs.state import DryOptions
 from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.config import Settings
 
@@ -225,3 +226,14 @@ def test_a_makefile_whose_recipe_program_is_missing_is_an_environment_failure(pr
     assert state.status == "blocked" and state.blocked.kind == "environment"
     assert "`make test`: program odin-no-such-runner was not found" in state.blocked.reason
     assert "Makefile test target" in state.blocked.reason
+
+
+def test_a_dry_run_report_names_the_command_it_did_not_run(project: Path, write_loop):
+    put(project, DOCTEST_PROJECT)
+    write_loop(LOOP)
+
+    state = Engine(project).start("tidy", "tidy padded", dry=DryOptions(approve_all=True))
+
+    assert state.status == "done"
+    report = (project / ".odin-loop" / "runs" / state.run_id / "report.md").read_text(encoding="utf-8")
+    assert "Regression suite `make test`: not run (dry run without --run-commands)." in report
