@@ -23,7 +23,7 @@ from odin_magic.core.encoding import fit_streams
 from odin_magic.core.errors import OdinError, UsageError
 
 #: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify")
+_COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify", "doctor")
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -102,6 +102,7 @@ a session:
   odin answer TEXT | odin approve | odin revise TEXT
   odin new NAME                              author a loop by seven questions
   odin refine [LOOP]                         learn from past runs: proposed loop edits
+  odin doctor                                which test command the regression gate runs, and why
 
 'odin COMMAND --help' shows a command's options; --project DIR (default: the
 current directory) picks the project.

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from odin_magic.engine.judging import decide
+from odin_magic.engine.regression import could_not_run
 from odin_magic.interview.ledger import interview_criteria_ids
 from odin_magic.loop.schema import GateCommand, Loop, Stage
 from odin_magic.loop.manifest import (
@@ -128,7 +129,7 @@ def check_regression(loop: Loop, project_dir: Path, run: CommandRunner | None, r
         problem = environment_problem(ev)
         if problem is not None:
             result.could_not_run = True
-            report.problems.append((f"the regression suite could not run: {problem[0]}", problem[1]))
+            report.problems.append(could_not_run(suite, problem))
         result.failing = failing_tests(ev.stdout_tail + "\n" + ev.stderr_tail)
     report.regression = result
 

@@ -49,6 +49,8 @@ class Route:
 _NO_MODULE = re.compile(r"^\S*python[\d.]*: (?:No module named (\S+)|Error while finding module specification for '([^']+)')",
                         re.MULTILINE)
 _NOT_FOUND = re.compile(r"(?:^|: )(\S+): (?:command )?not found\s*$", re.MULTILINE)
+#: make running a recipe's program itself (no shell): ``make: tox: No such file or directory``
+_MAKE_NOT_FOUND = re.compile(r"^make(?:\[\d+\])?: (\S+): No such file or directory\s*$", re.MULTILINE)
 _NO_FILE = re.compile(r"can't open file '([^']+)'")
 _PERMISSION = re.compile(r"permission denied", re.IGNORECASE)
 
@@ -68,7 +70,7 @@ def environment_problem(ev: CommandEvidence) -> tuple[str, str] | None:
         name = module.group(1) or module.group(2)
         return (f"gate command {cmd}: module {name} is not installed",
                 f"install {name} in the environment the gate runs in, or fix the command in the loop")
-    missing = _NOT_FOUND.search(out)
+    missing = _NOT_FOUND.search(out) or _MAKE_NOT_FOUND.search(out)
     if ev.exit_code == 127 or missing:
         program = missing.group(1) if missing else cmd.split()[0].strip("`")
         return (f"gate command {cmd}: program {program} was not found (exit {ev.exit_code})",

@@ -271,8 +271,9 @@ class Loop(_Strict):
     )
     regression: Union[bool, Annotated[str, Field(min_length=1)], GateCommand] = Field(
         default=True,
-        description="Before done, run the project's whole test suite once: true detects it (pytest, npm test, "
-        "cargo test, go test, make test), a command names it, false turns it off.",
+        description="Before done, run the project's whole test suite once: true runs the test command the project "
+        "declares (make test, tox, nox, a pytest configuration, npm test, cargo test, go test; else pytest when "
+        "tests/ holds Python files), a command names it, false turns it off.",
     )
     memory: bool = Field(
         default=True,

@@ -5,7 +5,7 @@
 (:mod:`.parser`: the arguments are those of :mod:`odin_magic.commands`, shared with ``odin``) and calls the
 command's ``_cmd_*`` method. The commands are grouped one concern per module, as parts of the class:
 :mod:`.run_magics` (run, approve, revise, step, answer, wait, stop, abandon, the live view),
-:mod:`.status_magics` (status, report, runs), :mod:`.loop_magics` (list, validate, simulate, show,
+:mod:`.status_magics` (status, report, runs, doctor), :mod:`.loop_magics` (list, validate, simulate, show,
 ``%%odin loop``), :mod:`.config_magics` (config), :mod:`.authoring_magics` (new, refine, memory) and
 :mod:`.history_magics` (diff, revert, fork). A bad argument or a user mistake
 (:class:`~odin_magic.core.errors.OdinError`) is one ``UsageError`` line, never a traceback. Run commands drive

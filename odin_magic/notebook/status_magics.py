@@ -1,4 +1,4 @@
-"""The status commands of ``%odin``: status, report and runs.
+"""The status commands of ``%odin``: status, report, runs and doctor.
 
 :class:`StatusMagics` is a part of :class:`~odin_magic.notebook.magics.OdinMagics`, which provides ``runner()``,
 ``use_widgets()``, ``_load_loop`` and ``_show_live``.
@@ -12,7 +12,7 @@ from odin_magic.render.displays import MessageDisplay, NoRunDisplay, RunsDisplay
 
 
 class StatusMagics:
-    """``%odin status | report | runs``."""
+    """``%odin status | report | runs | doctor``."""
 
     def _cmd_status(self, args):
         runner = self.runner()
@@ -51,3 +51,9 @@ class StatusMagics:
 
     def _cmd_runs(self, args):
         return RunsDisplay(self.runner().runs())
+
+    def _cmd_doctor(self, args):
+        from odin_magic.engine.doctor import diagnose
+        from odin_magic.render.doctor import DoctorDisplay
+
+        return DoctorDisplay(diagnose(self.project_dir).to_dict())  # the text `odin doctor` prints

@@ -206,11 +206,12 @@ def _acceptance(completion: dict | None) -> str:
     reg = completion.get("regression")
     if reg:
         if not reg.get("ran"):
-            lines += ["", f"Regression suite: {reg.get('why')}."]
+            command = f" `{reg['command']}`" if reg.get("command") else ""
+            lines += ["", f"Regression suite{command}: {reg.get('why')}."]
         else:
             verdict = "passed" if reg.get("passed") else f"failed (exit {reg.get('exit_code')})"
             failing = ", ".join(reg.get("failing") or [])
-            lines += ["", f"Regression suite `{reg.get('command')}` ({reg.get('why')}): {verdict}"
+            lines += ["", f"Regression suite `{reg.get('command')}` (chosen from: {reg.get('why')}): {verdict}"
                       + (f"; failing: {failing}" if failing else "") + "."]
     for p in completion.get("problems") or []:
         lines.append(f"- ⚠ {p.get('what')} — {p.get('fix')}")
