@@ -122,8 +122,11 @@ def _tell(engine, s: Session, rec: GateRecord, entry: dict[str, Any]) -> None:
 
 
 def failure_changes(s: Session, rec: GateRecord, route: routing.Route) -> dict[str, Any]:
-    """Where a failed gate sends the run: blocked (environment: no loopback spent), failed (a cap),
-    blocked after counting (repeated), or the loopback."""
+    """Where a failed gate sends the run, checked in this order: blocked (environment, judge: no loopback
+    spent); failed (``max_iterations``: no loopback is left); blocked after counting (repeated: the same
+    failure ``max_repeats`` times, a person must look); failed (``max_no_progress``: different failures
+    and no new gate passing); else the loopback. Repeated comes before no progress: the same failure
+    over and over is the more particular diagnosis (see docs/routing.md, "Which limit speaks first")."""
     st, stage, reason, at = s.state, rec.stage, rec.outcome.reason, rec.at
     if route.failure in ("environment", "blocked"):  # no loopback: the human resolves it, then `run`
         return {"status": "blocked", "blocked": route.blocked.model_dump(), "current_stage": stage.id}
@@ -131,18 +134,19 @@ def failure_changes(s: Session, rec: GateRecord, route: routing.Route) -> dict[s
     changes: dict[str, Any] = {"iterations": {stage.id: st.iterations.get(stage.id, 0) + 1},
                                "total_iterations": total, "no_progress": stuck,
                                "repeats": route.streak.model_dump()}
+    loops_to = stage.id if rec.stepping else (stage.gate.on_fail or stage.id)  # a step stays on its stage (seed 000)
     if total > st.max_iterations:
         changes.update(status="failed", ended_at=at, failure_reason=(
             f"total_iterations {total} exceeded max_iterations {st.max_iterations}; "
             f"blocked at stage {stage.id}: {reason}"))
+    elif route.blocked is not None:  # repeated: pause for the human instead of looping on (`run` goes on there)
+        changes.update(status="blocked", blocked=route.blocked.model_dump(), current_stage=loops_to)
     elif s.loop.max_no_progress and stuck >= s.loop.max_no_progress:
         changes.update(status="failed", ended_at=at, failure_reason=(
             f"no progress: {stuck} consecutive loopbacks without a new gate passing "
             f"(max_no_progress {s.loop.max_no_progress}); last failure at stage {stage.id}: {reason}"))
-    else:  # a step stays on the stepped stage (seed 000); the drive loops back
-        changes["current_stage"] = stage.id if rec.stepping else (stage.gate.on_fail or stage.id)
-        if route.blocked is not None:  # repeated: pause for the human instead of looping on
-            changes.update(status="blocked", blocked=route.blocked.model_dump())
+    else:  # the drive loops back
+        changes["current_stage"] = loops_to
     return changes
 
 

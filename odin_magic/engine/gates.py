@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Mapping
 
-from odin_magic.engine import judging
+from odin_magic.engine import judging, test_output
 from odin_magic.loop.artifacts import Placement
 from odin_magic.loop.schema import Stage
 from odin_magic.core.commands import (  # noqa: F401 - handed on: gates' names before core.commands
@@ -132,19 +132,36 @@ def _clip(line: str) -> str:
     return f"{line[:half]} … {line[-half:]}"
 
 
+#: An output odin cannot read failing tests from keeps this many of its last lines in the reason.
+TAIL_LINES = 5
+
+
 def explaining_lines(ev: CommandEvidence) -> list[str]:
-    """The line of a failed command's output that explains the failure, and the output's last line when
-    that is another one (e.g. pytest's ``FAILED test_x - AssertionError: ...`` and its ``1 failed`` summary)."""
-    lines = [ln.strip() for ln in (ev.stdout_tail + "\n" + ev.stderr_tail).splitlines() if ln.strip()]
+    """What explains a failed command, for its gate's reason: every failing test its runner names, up to
+    a cap (:mod:`odin_magic.engine.test_output`), and the output's last line (pytest's ``3 failed`` summary,
+    unittest's ``FAILED (failures=3)``); from an output that names no test, the line that explains the
+    failure (an exception, ``error:``) and the output's last lines (its tail)."""
+    text = ev.stdout_tail + "\n" + ev.stderr_tail
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return []
     last = (ev.stderr_tail.strip() or ev.stdout_tail.strip()).splitlines()[-1].strip()
-    cause = next((ln for ln in reversed(lines) if _CAUSE.search(ln)), last)
-    return [_clip(cause)] + ([_clip(last)] if last != cause else [])
+    failures = test_output.parse(text)
+    if failures.tests:
+        named = test_output.describe(failures)
+        return [named] + ([_clip(last)] if not test_output.parse(last).tests else [])
+    tail = lines[-TAIL_LINES:]
+    cause = next((ln for ln in reversed(lines) if _CAUSE.search(ln)), None)
+    if cause is not None and cause not in tail:
+        tail.insert(0, cause)
+    if last in tail:  # the output's very last line ends the reason (stderr's, when there is one)
+        tail.remove(last)
+    return [_clip(ln) for ln in tail + [last]]
 
 
 def _describe_failure(ev: CommandEvidence) -> str:
-    """Why a command failed the gate, in full: the command, its exit and the line that explains it."""
+    """Why a command failed the gate, in full: the command, its exit and what explains it (every failing
+    test named, or the output's tail: :func:`explaining_lines`)."""
     if ev.timed_out:
         return f"gate command `{ev.cmd}` timed out"
     if ev.exit_code is None:

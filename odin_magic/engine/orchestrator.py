@@ -502,8 +502,10 @@ class Engine:
             and last.result == "pass"
         # an unattended drive's pause goes back to being a pause: the person now at the wheel decides it
         status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" and paused else "running"
+        # a person looked at a repeated failure: the no-progress count starts afresh, as the streak does
+        fresh = {"no_progress": 0} if blocked is not None and blocked.kind == "repeated" else {}
         self._record(s, RecordType.UNBLOCKED, stage=s.state.current_stage,
-                     set=StatePatch(status=status, blocked=None, repeats=None))
+                     set=StatePatch(status=status, blocked=None, repeats=None, **fresh))
         self._emit("unblocked", s.state, stage=s.state.current_stage,
                    text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
         if blocked is not None and blocked.kind == "environment" and not self._check_timeout(s):

@@ -50,7 +50,6 @@ from odin_magic.runs.completion_report import RegressionResult
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 NPM_PLACEHOLDER = "no test specified"
 DEFAULT_TIMEOUT = 1800.0
-_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -202,9 +201,8 @@ def suite_for(setting: bool | str | GateCommand, project: Path) -> Suite | None:
 
 
 def failing_tests(output: str) -> list[str]:
-    """The failing tests a runner names in its output (pytest's FAILED/ERROR lines)."""
-    seen: list[str] = []
-    for name in _PYTEST_FAILED.findall(output):
-        if name not in seen:
-            seen.append(name)
-    return seen
+    """The failing tests a runner names in its output, each once (pytest, unittest, go, cargo, jest, node:
+    :mod:`odin_magic.engine.test_output`)."""
+    from odin_magic.engine import test_output  # here, so this module's imports stay the detection's
+
+    return test_output.parse(output).names

@@ -14,7 +14,10 @@ Every failed gate evaluation is classified:
 * ``repeated`` — the same failure signature (the same stage and the same
   normalized reason) seen ``max_repeats`` times in a row (a loop field, default
   3): the loopback is counted, then the run pauses as ``blocked`` for the human
-  instead of spending the rest of ``max_iterations`` on the same error.
+  instead of spending the rest of ``max_iterations`` on the same error. It is checked
+  after ``max_iterations`` and before ``max_no_progress``
+  (:func:`odin_magic.engine.gate_record.failure_changes`): a repeated failure that also
+  reaches ``max_no_progress`` blocks for a person rather than failing the run.
 
 "In a row" counts the stage's consecutive failed evaluations with that
 signature: a different failure of the stage starts a new streak, and the stage

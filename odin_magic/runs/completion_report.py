@@ -36,7 +36,8 @@ class RegressionResult:
             return f"regression suite: {self.why}"
         if self.passed:
             return f"regression suite passed: `{self.command}`"
-        named = f": {', '.join(self.failing[:10])}" + (" …" if len(self.failing) > 10 else "") if self.failing else ""
+        more = f", and {len(self.failing) - 10} more" if len(self.failing) > 10 else ""
+        named = f": {', '.join(self.failing[:10])}{more}" if self.failing else ""
         return f"regression suite `{self.command}` failed (exit {self.exit_code}){named}"
 
 

@@ -175,10 +175,10 @@ stages:
 
 
 @pytest.mark.parametrize("cmd, cause", [
-    # pytest's way: the cause is a FAILED line, the last line only counts
+    # pytest's way: the failing tests its FAILED lines name, then the last line (its counts)
     ("printf 'F.\\nFAILED harness/test_calc.py::test_divide - ValueError: dividing by zero\\n"
      "1 failed, 1 passed in 0.02s\\n'; exit 1",
-     "FAILED harness/test_calc.py::test_divide - ValueError: dividing by zero | 1 failed, 1 passed in 0.02s"),
+     "1 failing test: harness/test_calc.py::test_divide - ValueError: dividing by zero | 1 failed, 1 passed in 0.02s"),
     # a long line: its end (the cause) is kept
     ("python -c \"import sys; print('x' * 300 + ' ModuleNotFoundError: No module named pytest'); sys.exit(1)\"",
      "ModuleNotFoundError: No module named pytest"),

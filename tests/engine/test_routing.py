@@ -139,3 +139,41 @@ def test_a_blocked_run_survives_a_new_engine(project, write_loop):
     run_id = engine.start("cmd", "t").run_id
     state = Engine(project).status(run_id)
     assert state.status == "blocked" and state.blocked.kind == "environment"
+
+
+def test_a_repeated_failure_blocks_where_max_no_progress_is_reached_at_the_same_time(project, write_loop):
+    # keep-green's numbers (issue 21, item 5): max_no_progress 3 = max_repeats 3; the third identical
+    # failure is both; the person must look (blocked), the run is not given up (failed)
+    command_loop(write_loop, "exit 1", max_iterations=10, extra="max_no_progress: 3")
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("cmd", "t")
+    assert state.status == "blocked" and state.blocked.kind == "repeated", state.failure_reason
+    assert state.failure_reason is None and state.ended_at is None
+    assert (state.total_iterations, state.no_progress) == (3, 3)
+    # continuing it: the person looked, so the no-progress count starts afresh with the streak
+    # (else the first failure after it would end the run): three more tries, then the pause again
+    state = engine.run()
+    assert state.status == "blocked" and state.blocked.kind == "repeated" and state.total_iterations == 6
+
+
+def test_different_failures_without_progress_still_fail_the_run(project, write_loop):
+    (project / "varies.py").write_text(
+        "import os, pathlib, sys\n"
+        "count = pathlib.Path(os.environ['ODIN_RUN_DIR'], 'count')\n"
+        "n = len(count.read_text()) if count.exists() else 0\n"
+        "count.write_text('x' * (n + 1))\n"
+        "sys.exit('failure kind ' + 'abc'[n % 3])\n")
+    command_loop(write_loop, "python varies.py", max_iterations=10, extra="max_no_progress: 3")
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("cmd", "t")
+    assert state.status == "failed" and "no progress: 3 consecutive loopbacks" in state.failure_reason
+    assert state.blocked is None and [e.failure for e in state.history] == ["recoverable"] * 3
+
+
+def test_max_iterations_speaks_before_a_repeated_failure(project, write_loop):
+    # the third identical failure is also one loopback too many: no loopback is left to continue with
+    command_loop(write_loop, "exit 1", max_iterations=2)
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("cmd", "t")
+    assert state.status == "failed" and "exceeded max_iterations 2" in state.failure_reason
+    assert state.blocked is None
