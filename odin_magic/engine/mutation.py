@@ -335,11 +335,12 @@ class MutationSettings:
     min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO
     jobs: int | None = None  # worker threads; the CPU count when None
     baseline_s: float = 0.0  # how long the gate's commands took on the real tree
+    min_timeout_s: float = MIN_MUTANT_TIMEOUT
 
     def timeout(self, scratch_s: float = 0.0) -> float:
         """Each command's bound on a mutant (a mutant may loop forever): ``TIMEOUT_FACTOR`` times the longer of
-        the gate's own run and the unmutated scratch copy's, at least ``MIN_MUTANT_TIMEOUT``."""
-        return round(max(MIN_MUTANT_TIMEOUT, TIMEOUT_FACTOR * max(self.baseline_s, scratch_s)), 1)
+        the gate's own run and the unmutated scratch copy's, at least ``min_timeout_s``."""
+        return round(max(self.min_timeout_s, TIMEOUT_FACTOR * max(self.baseline_s, scratch_s)), 1)
 
 
 class _ScratchCopies:
