@@ -111,6 +111,7 @@ def bench_real(args) -> None:
         for _ in range(args.suite_repeat):
             ev = run_command(cmd, proj, env)
             suite.append(ev.duration_s)
+            print(f"the gate's own command: {ev.duration_s:.1f} s (exit {ev.exit_code})", flush=True)
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
@@ -118,6 +119,7 @@ def bench_real(args) -> None:
                                  settings=MutationSettings(max_mutants=args.mutants, jobs=args.jobs,
                                                            baseline_s=statistics.median(suite)))
             times.append(time.perf_counter() - t0)
+            print(f"mutation gate: {times[-1]:.1f} s, {report.summary()}", flush=True)
     print(f"change: {lines}")
     print(f"the gate's own command `{command}`: median {statistics.median(suite):.1f} s of {len(suite)} "
           f"(exit {ev.exit_code})")
@@ -156,6 +158,7 @@ def main() -> None:
                 report = run_mutants(proj, ["src/calc.py"], [cmd], env, run_command,
                                      settings=MutationSettings(max_mutants=args.mutants, jobs=jobs))
                 times.append(time.perf_counter() - t0)
+            print(f"mutation gate: {times[-1]:.1f} s, {report.summary()}", flush=True)
             results[jobs] = (statistics.median(times), report)
     print(f"one run of the gate command (baseline): {baseline * 1000:.0f} ms")
     for jobs, (median, report) in results.items():
