@@ -157,16 +157,19 @@ def check_mutation(gate: StageGate, parts: gates.GateParts) -> bool:
     return True if report.passed else parts.fail(report.reason())
 
 
-def mutation_targets(gate: StageGate) -> list[str]:
+def mutation_targets(gate: StageGate) -> dict[str, list | None]:
     """What mutants may touch: the Python files the run has changed so far (from its first checkpoint to
-    this stage's), else, without checkpoints, those under the stage's project-tree artifacts."""
+    this stage's), each with its changed line ranges (the hunks of that diff); else, without checkpoints,
+    those under the stage's project-tree artifacts, each wholly (None)."""
     s, ckpt, engine = gate.session, gate.ckpt, gate.engine
     produces, consumes = gate.execution.places
     first = next((e.checkpoint for e in s.state.history if e.checkpoint), None) or (ckpt.before if ckpt else None)
     if ckpt is None or first is None:
-        return mutation.targets(engine.project_dir, [*consumes.values(), *produces.values()])
-    return [c.path for c in engine.checkpoints.changes(first, ckpt.after)
-            if c.kind != "deleted" and c.path.endswith(".py") and not mutation.is_test_file(c.path)]
+        return dict.fromkeys(mutation.targets(engine.project_dir, [*consumes.values(), *produces.values()]))
+    files = [c.path for c in engine.checkpoints.changes(first, ckpt.after)
+             if c.kind != "deleted" and c.path.endswith(".py") and not mutation.is_test_file(c.path)]
+    lines = engine.checkpoints.changed_lines(first, ckpt.after, files) if files else {}
+    return {f: lines.get(f, []) for f in files}
 
 
 def check_completion(gate: StageGate, parts: gates.GateParts) -> bool:

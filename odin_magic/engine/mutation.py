@@ -15,6 +15,11 @@ re-runs the gate's commands against each mutant, and records the kill ratio
 (mutants that made a command fail / mutants tried). Below the loop's
 ``min_kill_ratio`` the gate fails, and the surviving mutants are shown as diffs.
 
+Mutants go where the change is (:mod:`odin_magic.engine.mutation_plan`): on the changed lines, then in
+their enclosing functions, then — not counted — elsewhere in the changed files; each command runs with its
+runner's fail-fast option, after a focused run of the tests named after the changed functions, with a
+timeout derived from the gate's own run (a mutant that hangs is killed, and the hang recorded).
+
 Mutants never touch the project: each worker thread runs them in its own
 scratch copy of the project tree (``.odin-loop``, ``.git`` and caches left out),
 so a crash mid-mutation leaves the tree exactly as the stage left it. Mutants
@@ -32,16 +37,19 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+from odin_magic.engine import mutation_plan as plan
 from odin_magic.loop.schema import GateCommand
 from odin_magic.workers.base import CommandEvidence
 
 DEFAULT_MAX_MUTANTS = 12
 DEFAULT_MIN_KILL_RATIO = 0.6
-MIN_MUTANT_TIMEOUT = 20.0
+MIN_MUTANT_TIMEOUT = 10.0
+TIMEOUT_FACTOR = 3  # a mutant's command may take this many times the unmutated run, at least MIN_MUTANT_TIMEOUT
+NO_TESTS = 5  # pytest's (and unittest's, 3.12+) exit code when no test was selected: not a kill
 _SKIP_DIRS = {".odin-loop", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv",
               "node_modules", ".tox"}
 
@@ -231,6 +239,13 @@ class MutantResult:
     killed: bool
     killed_by: str | None = None  # the command that failed on it
     diff: str = ""
+    where: str = "file"  # line / function / rest of file, or file: no line information (mutation_plan.TIERS)
+    timed_out: bool = False  # killed because it hung past the timeout
+
+    @property
+    def counted(self) -> bool:
+        """In the change: it counts in the kill ratio."""
+        return self.where in plan.IN_CHANGE
 
 
 @dataclass
@@ -239,14 +254,22 @@ class MutationReport:
     results: list[MutantResult] = field(default_factory=list)
     min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO
     note: str = ""
+    changed: dict[str, list] = field(default_factory=dict)  # file → changed line ranges (None: the whole file)
+    commands: list[str] = field(default_factory=list)  # the commands each mutant ran (fail-fast)
+    focused: list[str] = field(default_factory=list)  # the focused commands tried first
+    timeout_s: float | None = None  # each command's bound on a mutant
+
+    @property
+    def counted(self) -> list[MutantResult]:
+        return [r for r in self.results if r.counted]
 
     @property
     def tried(self) -> int:
-        return len(self.results)
+        return len(self.counted)
 
     @property
     def killed(self) -> int:
-        return sum(r.killed for r in self.results)
+        return sum(r.killed for r in self.counted)
 
     @property
     def ratio(self) -> float | None:
@@ -254,7 +277,7 @@ class MutationReport:
 
     @property
     def survivors(self) -> list[MutantResult]:
-        return [r for r in self.results if not r.killed]
+        return [r for r in self.counted if not r.killed]
 
     @property
     def passed(self) -> bool:
@@ -275,6 +298,8 @@ class MutationReport:
     def to_dict(self) -> dict:
         return {"files": self.files, "tried": self.tried, "killed": self.killed, "ratio": self.ratio,
                 "min_kill_ratio": self.min_kill_ratio, "passed": self.passed, "note": self.note,
+                "changed": {p: None if r is None else [list(x) for x in r] for p, r in self.changed.items()},
+                "commands": self.commands, "focused": self.focused, "timeout_s": self.timeout_s,
                 "results": [asdict(r) for r in self.results]}
 
 
@@ -310,11 +335,12 @@ class MutationSettings:
     min_kill_ratio: float = DEFAULT_MIN_KILL_RATIO
     jobs: int | None = None  # worker threads; the CPU count when None
     baseline_s: float = 0.0  # how long the gate's commands took on the real tree
+    min_timeout_s: float = MIN_MUTANT_TIMEOUT
 
-    @property
-    def timeout(self) -> float:
-        """Each command's bound on a mutant: a mutant may loop forever."""
-        return max(MIN_MUTANT_TIMEOUT, 10 * self.baseline_s)
+    def timeout(self, scratch_s: float = 0.0) -> float:
+        """Each command's bound on a mutant (a mutant may loop forever): ``TIMEOUT_FACTOR`` times the longer of
+        the gate's own run and the unmutated scratch copy's, at least ``min_timeout_s``."""
+        return round(max(self.min_timeout_s, TIMEOUT_FACTOR * max(self.baseline_s, scratch_s)), 1)
 
 
 class _ScratchCopies:
@@ -342,13 +368,20 @@ class _ScratchCopies:
 
 @dataclass(frozen=True)
 class _ScratchGate:
-    """The gate's commands, run in a scratch copy of the project instead of the project itself."""
+    """The gate's commands, run in a scratch copy of the project instead of the project itself: fail-fast, each
+    after its focused form (the tests named after the changed functions) where it has one."""
 
     project_dir: Path
     commands: list[GateCommand]
     env: Mapping[str, str]
     run: Runner
     timeout: float
+    names: tuple[str, ...] = ()  # the changed functions' names (for the focused runs)
+    focused: tuple[GateCommand, ...] = ()  # set by ``checked``: the focused commands that pass unmutated
+
+    @property
+    def fast(self) -> list[GateCommand]:
+        return [plan.with_cmd(c, plan.fail_fast(c.cmd)) for c in self.commands]
 
     def env_for(self, where: Path) -> dict[str, str]:
         env, project_dir = self.env, self.project_dir
@@ -358,13 +391,37 @@ class _ScratchGate:
             out["ODIN_TARGET_DIR"] = str(where / Path(target).resolve().relative_to(project_dir.resolve()))
         return out
 
-    def failing_command(self, where: Path) -> str | None:
-        """The first command that fails in ``where``, if any."""
+    def _run(self, command: GateCommand, where: Path, bound: float | None) -> CommandEvidence:
+        limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or bound, bound) if bound else command.timeout)
+        return self.run(limited, where, self.env_for(where))
+
+    def checked(self, where: Path) -> tuple["_ScratchGate", str | None, float]:
+        """On the unmutated copy: the gate with its focused commands that pass there, the first full command
+        that fails (if any), and how long the full commands took."""
+        focused = []
         for command in self.commands:
-            limited = GateCommand(cmd=command.cmd, timeout=min(command.timeout or self.timeout, self.timeout))
-            if not self.run(limited, where, self.env_for(where)).ok:
-                return command.cmd
-        return None
+            cmd = plan.focused(command.cmd, list(self.names))
+            if cmd is not None and self._run(plan.with_cmd(command, cmd), where, None).ok:
+                focused.append(plan.with_cmd(command, cmd))
+        took = 0.0
+        for command in self.fast:
+            ev = self._run(command, where, None)
+            took += ev.duration_s
+            if not ev.ok:
+                return self, command.cmd, took
+        return replace(self, focused=tuple(focused)), None, took
+
+    def killer(self, where: Path) -> tuple[str | None, bool]:
+        """The first command that fails on the mutant in ``where`` (the focused ones first), and whether it hung."""
+        for command in self.focused:
+            ev = self._run(command, where, self.timeout)
+            if ev.timed_out or ev.exit_code not in (0, NO_TESTS):
+                return command.cmd, ev.timed_out
+        for command in self.fast:
+            ev = self._run(command, where, self.timeout)
+            if not ev.ok:
+                return command.cmd, ev.timed_out
+        return None, False
 
 
 def _mutable_sources(project_dir: Path, files: list[str],
@@ -384,39 +441,44 @@ def _mutable_sources(project_dir: Path, files: list[str],
     return sources, candidates
 
 
-def _try_mutant(m: Mutant, sources: dict[str, bytes], gate: _ScratchGate, copies: _ScratchCopies,
+def _try_mutant(placed: plan.Placed, sources: dict[str, bytes], gate: _ScratchGate, copies: _ScratchCopies,
                 stop: threading.Event) -> MutantResult | None:
     """Run the gate on one mutant in this thread's scratch copy, then put the file back byte for byte."""
     if stop.is_set():
         return None
+    m = placed.mutant
     where = copies.get()
     target = where / m.path
     if target.is_symlink() or not target.resolve().is_relative_to(where.resolve()):
         return None  # never through a link, never outside the copy
     target.write_bytes(m.apply(sources[m.path]))
     try:
-        killer = gate.failing_command(where)
+        killer, hung = gate.killer(where)
     finally:
         target.write_bytes(sources[m.path])  # byte for byte, for the next mutant in this copy
     if killer is not None:
-        return MutantResult(m.description, m.operator, m.path, m.line, True, killer)
-    return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]))
+        return MutantResult(m.description, m.operator, m.path, m.line, True, killer, where=placed.where, timed_out=hung)
+    return MutantResult(m.description, m.operator, m.path, m.line, False, None, m.diff(sources[m.path]),
+                        where=placed.where)
 
 
-def _run_in_scratch(report: MutationReport, mutants: list[Mutant], sources: dict[str, bytes], gate: _ScratchGate,
-                    jobs: int | None) -> None:
-    """Check the gate on an unmutated copy, then try the mutants in parallel; into ``report``. The copies are
-    always removed; on an error or Ctrl-C no queued mutant starts."""
+def _run_in_scratch(report: MutationReport, mutants: list[plan.Placed], sources: dict[str, bytes],
+                    gate: _ScratchGate, settings: MutationSettings) -> None:
+    """Check the gate on an unmutated copy (which also times it), then try the mutants in parallel; into
+    ``report``. The copies are always removed; on an error or Ctrl-C no queued mutant starts."""
     copies = _ScratchCopies(gate.project_dir)
     stop = threading.Event()
     pool = None
     try:
-        baseline = gate.failing_command(copies.get())
+        gate, baseline, took = gate.checked(copies.get())
         if baseline is not None:
             report.note = (f"not proven: `{baseline}` fails in a scratch copy of the project even without a mutant "
                            "(does it need something the copy leaves out: .git, .venv, node_modules?)")
             return
-        workers = max(1, min(jobs or os.cpu_count() or 1, len(mutants)))
+        gate = replace(gate, timeout=settings.timeout(took))
+        report.commands, report.timeout_s = [c.cmd for c in gate.fast], gate.timeout
+        report.focused = [c.cmd for c in gate.focused]
+        workers = max(1, min(settings.jobs or os.cpu_count() or 1, len(mutants)))
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="odin-mutant")
         try_one = functools.partial(_try_mutant, sources=sources, gate=gate, copies=copies, stop=stop)
         report.results = [r for r in pool.map(try_one, mutants) if r is not None]
@@ -429,9 +491,13 @@ def _run_in_scratch(report: MutationReport, mutants: list[Mutant], sources: dict
         copies.close()
 
 
+def _lines(ranges: list) -> str:
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
 def run_mutants(
     project_dir: Path,
-    files: list[str],
+    files: list[str] | Mapping[str, list | None],
     commands: list[GateCommand],
     env: Mapping[str, str],
     run: Runner,
@@ -440,20 +506,28 @@ def run_mutants(
 ) -> MutationReport:
     """Mutate ``files`` (project-relative; only these), run ``commands`` on each mutant in a scratch copy.
 
-    The commands first run once on the unmutated copy: where they fail there (a gate that needs
+    ``files`` maps each file to its changed line ranges (see :mod:`~odin_magic.engine.mutation_plan`); a
+    list (or a file mapped to None) is wholly the change. Where the changed lines offer no mutation site, no
+    mutant is tried and the report says "not proven: no mutation site in the change" (the gate keeps its
+    verdict). The commands first run once on the unmutated copy: where they fail there (a gate that needs
     something the copy leaves out, such as a virtualenv inside the project), no mutant can prove
     anything, and the report says so instead of counting every mutant as caught."""
     settings = settings if settings is not None else MutationSettings()
     project_dir = Path(project_dir)
+    changed = dict.fromkeys(files) if not isinstance(files, Mapping) else dict(files)
     report = MutationReport(min_kill_ratio=settings.min_kill_ratio)
-    sources, candidates = _mutable_sources(project_dir, files, report)
+    sources, candidates = _mutable_sources(project_dir, list(changed), report)
+    report.changed = {p: changed[p] for p in report.files}
     if not report.files:
         report.note = "the run changed no Python file outside the tests: nothing to mutate"
         return report
-    mutants = select(candidates, settings.max_mutants)
-    if not mutants:
-        report.note = "no mutable expression in " + ", ".join(report.files)
+    placed = plan.place(candidates, sources, report.changed)
+    if not any(p.where in plan.ON_CHANGE for p in placed):
+        where = "; ".join(f"{p} lines {_lines(r)}" if r else p for p, r in report.changed.items())
+        report.note = f"not proven: no mutation site in the change ({where})"
         return report
-    gate = _ScratchGate(project_dir, commands, env, run, settings.timeout)
-    _run_in_scratch(report, mutants, sources, gate, settings.jobs)
+    mutants = plan.choose(placed, settings.max_mutants, select)
+    names = tuple(n for p, r in report.changed.items() if r for n in plan.enclosing_names(sources[p], r))
+    gate = _ScratchGate(project_dir, commands, env, run, settings.timeout(), names)
+    _run_in_scratch(report, mutants, sources, gate, settings)
     return report

@@ -228,12 +228,32 @@ def _mutations(mutations: list[tuple[str, dict]]) -> str:
         lines.append(f"| {stage} | {', '.join(m.get('files') or []) or '—'} | {m.get('killed')}/{m.get('tried')} | "
                      f"{'n/a' if ratio is None else f'{ratio:.2f}'} | {m.get('min_kill_ratio')} | "
                      f"{'pass' if m.get('passed') else 'fail'} |")
-        survivors += [r for r in m.get("results") or [] if not r.get("killed")]
+        survivors += [r for r in m.get("results") or [] if not r.get("killed") and r.get("where") != "rest of file"]
+    lines += _mutant_sites(mutations)
     if survivors:
         lines += ["", "Mutants the gate's commands did not catch:"]
         for r in survivors[:10]:
             lines += ["", f"- {r.get('description')}", "", "```diff", (r.get("diff") or "").rstrip(), "```"]
     return "\n".join(lines)
+
+
+def _mutant_sites(mutations: list[tuple[str, dict]]) -> list[str]:
+    """Each gate's note ("not proven: ...") and every mutant tried: file, line, operator, where it lies in the
+    change and what became of it (odin_magic.engine.mutation's evidence)."""
+    lines: list[str] = []
+    for stage, m in mutations:
+        if m.get("note"):
+            lines += ["", f"{stage}: {m['note']}"]
+        results = m.get("results") or []
+        if not results:
+            continue
+        lines += ["", f"Mutants of {stage} (only those on the change count; `{'`, `'.join(m.get('commands') or [])}` "
+                  f"each, timeout {m.get('timeout_s')} s):", "",
+                  "| file | line | operator | where | result |", "|---|---|---|---|---|"]
+        for r in results:
+            result = ("killed by timeout (hung)" if r.get("timed_out") else "killed") if r.get("killed") else "survived"
+            lines.append(f"| {r.get('path')} | {r.get('line')} | {r.get('operator')} | {r.get('where', 'file')} | {result} |")
+    return lines
 
 
 def _changes(state: RunState, g: _Gathered) -> str:

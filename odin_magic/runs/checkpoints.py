@@ -263,6 +263,16 @@ class Checkpoints:
                         "--", *(paths or []))
         return out.decode("utf-8", errors)
 
+    def changed_lines(self, before: str, after: str, paths: list[str] | None = None) -> dict[str, list[tuple[int, int]]]:
+        """The lines of ``after`` that differ from ``before``, per changed file: inclusive ``(first, last)`` ranges
+        from the hunks of the diff (no context lines). A hunk that only deletes lines marks the lines on both
+        sides of the gap; an added file is all changed; a deleted or binary file has no entry."""
+        if before == after:
+            return {}
+        out = self._git("diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color", "--no-ext-diff", before, after,
+                        "--", *(paths or []))
+        return hunk_ranges(out.decode("utf-8", "surrogateescape"))
+
     def entries(self, checkpoint: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
         for item in self._git("ls-tree", "-r", "-z", "--full-tree", checkpoint).split(b"\0"):
@@ -420,6 +430,24 @@ class Checkpoints:
             except OSError:
                 return
             directory = directory.parent
+
+
+def hunk_ranges(diff: str) -> dict[str, list[tuple[int, int]]]:
+    """Per file of a ``-U0`` unified diff, the new-side line ranges of its hunks (see :meth:`Checkpoints.changed_lines`)."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:]
+            path = name[2:] if name.startswith("b/") else None  # /dev/null: a deleted file
+            if path is not None:
+                ranges.setdefault(path, [])
+        elif line.startswith("@@ ") and path is not None:
+            new = line.split(" ")[2]  # +start[,count]
+            start, _, count = new[1:].partition(",")
+            first, n = int(start), int(count or 1)
+            ranges[path].append((first, first + n - 1) if n else (max(first, 1), first + 1))
+    return {p: r for p, r in ranges.items() if r}
 
 
 def _escape_glob(path: str) -> str:
