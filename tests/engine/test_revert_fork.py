@@ -189,7 +189,7 @@ def test_fork_from_a_point_keeps_the_history_up_to_it(project, write_loop):
     seed(project)
     engine, _ = scripted_engine(project, SCRIPT)
     engine.start("two", "t")
-    state = engine.approve()
+    engine.approve()
     fork = engine.fork(from_point=2)  # build's pass and its approval kept; ship runs again
     assert [(e.stage, e.gate) for e in fork.history] == [("build", "ai-pending"), ("build", "approved")]
     assert fork.current_stage == "ship" and not (project / "docs" / "index.md").exists()
