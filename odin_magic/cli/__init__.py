@@ -12,85 +12,16 @@ building the parser (``odin --help``) stays cheap.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import re
 import sys
-from pathlib import Path
 
 from odin_magic import __version__
 from odin_magic.core.encoding import fit_streams
-from odin_magic.core.errors import OdinError, UsageError
+from odin_magic.cli.common import (  # noqa: F401 - handed on: the helpers' old place
+    OdinParser, _did_you_mean, add_command, add_project, project_dir, refuse_unless_schedulable
+)
+from odin_magic.core.errors import OdinError
 
-#: Sub-modules that register subcommands, in help order.
-_COMMAND_MODULES = ("loops", "runs", "history", "interview", "authoring", "verify", "doctor")
-
-
-def _did_you_mean(word: str, choices) -> str:
-    from odin_magic.loop.validation import did_you_mean  # only when something is misspelt: --help stays cheap
-
-    close = did_you_mean(word, choices)
-    return f" (did you mean {close!r}?)" if close else ""
-
-
-class OdinParser(argparse.ArgumentParser):
-    """argparse, with "did you mean" for a misspelt command or option (Python 3.11 has none)."""
-
-    def error(self, message: str):
-        choice = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
-        if choice and choice.group(1) == "COMMAND":
-            word, choices = choice.group(2), re.findall(r"'([^']*)'", choice.group(3))
-            message = (f"unknown command {word!r}{_did_you_mean(word, choices)}; "
-                       f"`{self.prog} --help` lists the commands")
-        super().error(message)
-
-    def reject_extras(self, extras: list[str]):
-        """Report arguments this (sub)command does not take, suggesting the option meant."""
-        options = [s for a in self._actions for s in a.option_strings]
-        first = extras[0]
-        if first.startswith("-"):
-            word = first.split("=", 1)[0]
-            self.error(f"unknown option {word}{_did_you_mean(word, options)}; "
-                       f"`{self.prog} --help` lists its options")
-        self.error(f"unexpected argument(s): {' '.join(extras)}; `{self.prog} --help` shows what it takes")
-
-
-def add_project(p: argparse.ArgumentParser, help: str = "project directory (default: the current directory)") -> None:
-    """The ``--project DIR`` option every command takes."""
-    p.add_argument("--project", default=".", metavar="DIR", help=help)
-
-
-def add_command(p: argparse.ArgumentParser, spec: tuple, project_help: str | None = None, **defaults) -> None:
-    """A subcommand's arguments from its spec (:mod:`odin_magic.commands`, shared with ``%odin``), ``--project``,
-    and ``defaults`` (its ``handler``; ``drives_a_run`` when it drives a run)."""
-    from odin_magic.commands.spec import ODIN, add_arguments  # argparse only: --help stays cheap
-
-    add_arguments(p, spec, ODIN)
-    if project_help is None:
-        add_project(p)
-    else:
-        add_project(p, help=project_help)
-    p.set_defaults(**defaults)
-
-
-def project_dir(args: argparse.Namespace) -> Path:
-    """``--project``, which must be an existing directory."""
-    project = Path(args.project)
-    if not project.is_dir():
-        raise UsageError(f"no such project directory: {project} does not exist",
-                         hint="pass an existing directory to --project")
-    return project
-
-
-def refuse_unless_schedulable(catalog, name: str, refusal: type[OdinError]) -> None:
-    """Nothing when loop ``name`` never waits for a person (``odin validate --schedulable``); else its report
-    on stderr and ``refusal`` (a run refused is 1, a schedule asked of such a loop a usage error, 2)."""
-    report = catalog.validate(name, schedulable=True)
-    if not report.ok:
-        print(report.format(), file=sys.stderr)
-        raise refusal(f"loop {name!r} cannot run unattended: it could wait for a person",
-                      hint="make every gate `ai` and drop the interview; `odin validate --schedulable LOOP` "
-                           "lists what stands in the way")
 
 
 _EPILOG = """\
@@ -122,8 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"odin-magic {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in _COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+    from odin_magic.cli import authoring, doctor, history, interview, loops, runs, verify  # they import this package
+
+    for module in (loops, runs, history, interview, authoring, verify, doctor):  # in help order
+        module.register(sub)
     return parser
 
 

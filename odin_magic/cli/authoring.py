@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odin_magic.cli import add_command, project_dir
+from odin_magic.cli.common import add_command, project_dir
 from odin_magic.commands import authoring as authoring_args
 from odin_magic.core.errors import UsageError
 

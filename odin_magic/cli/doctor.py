@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from odin_magic.cli import add_command, project_dir
+from odin_magic.cli.common import add_command, project_dir
 from odin_magic.commands import doctor as doctor_args
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from odin_magic.cli import add_command
+from odin_magic.cli.common import add_command
 from odin_magic.commands import history as history_args
 from odin_magic.cli.runs import engine_for, exit_code
 

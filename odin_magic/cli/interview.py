@@ -13,7 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odin_magic.core.errors import RunRefused
-from odin_magic.cli import add_command, add_project
+from odin_magic.cli.common import add_command, add_project
 from odin_magic.commands import runs as run_args
 from odin_magic.cli.runs import engine_for, exit_code, print_event
 

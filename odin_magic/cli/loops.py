@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from odin_magic.cli import add_command, project_dir
+from odin_magic.cli.common import add_command, project_dir
 from odin_magic.commands import loops as loop_args
 from odin_magic.core.errors import OdinError, UsageError
 

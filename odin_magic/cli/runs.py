@@ -12,7 +12,7 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from odin_magic.cli import add_command, project_dir, refuse_unless_schedulable
+from odin_magic.cli.common import add_command, project_dir, refuse_unless_schedulable
 from odin_magic.commands import loops as loop_args, runs as run_args
 from odin_magic.loop.defaults import DEFAULT_LOOP
 from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from odin_magic.cli import add_command, add_project, project_dir, refuse_unless_schedulable
+from odin_magic.cli.common import add_command, add_project, project_dir, refuse_unless_schedulable
 from odin_magic.commands import runs as run_args
 from odin_magic.core.errors import UsageError
 
