@@ -332,7 +332,8 @@ def shell_guard() -> int:
     if driver and os.getppid() != driver:
         return 125  # the driver is gone already
     try:
-        os.setsid()
+        if os.getsid(0) != os.getpid():  # anthropic >= 2.16 starts the shell in a session of its own already
+            os.setsid()
         pgid = os.getpid()
         if run_dir and os.path.isdir(run_dir):
             record_group(Path(run_dir), pgid, "bash", "the bash tool's shell", driver=driver or None)

@@ -4,7 +4,6 @@ written, a fix), found when the script is loaded, in Python, `odin run` and a no
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from pathlib import Path
 
@@ -308,13 +307,13 @@ def test_a_notebook_run_with_a_bad_script_says_the_same_in_the_cell(project, wri
 
 
 def test_the_documented_bash_timeout_is_the_sdks_and_timeout_ms_is_its_argument():
-    from anthropic.lib.tools.agent_toolset import BASH_DEFAULT_TIMEOUT
+    """The docs name where the default comes from (the installed SDK's constant, whose value changes between
+    its releases) and the argument that raises it."""
+    from anthropic.lib.tools import agent_toolset
 
     doc = (REPO / "docs" / "scripted-model.md").read_text(encoding="utf-8")
-    stated = re.search(r"default timeout of\s+(\d+) s\b", doc)
-    assert stated and float(stated.group(1)) == BASH_DEFAULT_TIMEOUT
-    assert f"timed out after {BASH_DEFAULT_TIMEOUT}s" in doc
-    assert "timeout_ms" in agent_tool_schemas()["bash"]["properties"]
+    assert "BASH_DEFAULT_TIMEOUT" in doc and hasattr(agent_toolset, "BASH_DEFAULT_TIMEOUT")
+    assert "timeout_ms" in doc and "timeout_ms" in agent_tool_schemas()["bash"]["properties"]
 
 
 def test_a_scripted_timeout_ms_reaches_the_sdks_bash_tool(project: Path, tmp_path: Path):
@@ -337,6 +336,6 @@ def test_a_scripted_timeout_ms_reaches_the_sdks_bash_tool(project: Path, tmp_pat
                for block in message["content"] if block.get("type") == "tool_result"]
     results = list({block["tool_use_id"]: block for block in results}.values())  # a request may repeat earlier ones
     texts = [json.dumps(block["content"]) for block in results]
-    assert "timed out after 0.001s" in texts[0] and results[0].get("is_error")
-    assert "session terminated; restart required" in texts[1]  # as documented: restart after a timeout
+    assert "timed out" in texts[0].lower() and results[0].get("is_error")  # the SDK's words vary by release
+    assert "restart" in texts[1].lower()  # as documented: the shell is gone until a restart
     assert "a new shell" in texts[-1]
