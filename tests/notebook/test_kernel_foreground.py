@@ -209,7 +209,7 @@ def test_in_a_kernel_a_drive_gives_way_to_cells_and_shortens_the_switch_interval
         k.execute("_odin_runner.foreground.max_wait = 0.05")
         going = json.loads(text_of(k.execute(cell.format(timeout=60), timeout=120)))
         assert going["reached"], "the run stalled while a long cell ran"
-        k.execute("%odin stop\n%odin wait --timeout 120")
+        k.execute("%odin stop\n%odin wait --timeout 120", timeout=180)  # longer than the wait it asks for
         after = json.loads(text_of(k.execute(
             "print(json.dumps({'busy': _odin_runner.drive.busy, 'interval': sys.getswitchinterval()}))")))
         assert not after["busy"] and after["interval"] == seen["before"]  # restored when the drive ended
@@ -227,4 +227,4 @@ def test_interrupting_a_wait_stops_the_wait_not_the_run_and_shows_no_traceback(t
         assert not [m for m in outputs if m["msg_type"] == "error"]  # no traceback: one UsageError line
         assert "UsageError: stopped waiting (interrupted); the run goes on in the background" in text_of(outputs)
         assert "running" in text_of(kernel.execute("%odin status"))  # the run goes on
-        kernel.execute("%odin stop\n%odin wait --timeout 60")
+        kernel.execute("%odin stop\n%odin wait --timeout 60", timeout=120)  # longer than the wait it asks for
