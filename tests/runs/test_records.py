@@ -72,20 +72,24 @@ def test_the_store_takes_a_state_patch_or_a_dict_and_writes_the_same_line(tmp_pa
                                                     "set": {"status": "abandoned"}}
 
 
-def _literal_calls(names: set[str], folders: tuple[str, ...]) -> set[str]:
-    """The string literals passed first (or as ``kind``/``type``) to calls of ``names`` in ``folders``."""
-    found = set()
+def _calls(names: set[str], folders: tuple[str, ...]):
+    """Every call of a function or method named in ``names`` in the package's ``folders``."""
     for folder in folders:
         for path in (PACKAGE / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not isinstance(node, ast.Call):
-                    continue
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                if name not in names:
-                    continue
-                args = list(node.args) + [k.value for k in node.keywords if k.arg in ("kind", "type")]
-                found |= {a.value for a in args[:2] + args[len(node.args):]
-                          if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in names:
+                        yield node
+
+
+def _literal_calls(names: set[str], folders: tuple[str, ...]) -> set[str]:
+    """The string literals passed first (or as ``kind``/``type``) to calls of ``names`` in ``folders``."""
+    found = set()
+    for node in _calls(names, folders):
+        args = list(node.args) + [k.value for k in node.keywords if k.arg in ("kind", "type")]
+        found |= {a.value for a in args[:2] + args[len(node.args):]
+                  if isinstance(a, ast.Constant) and isinstance(a.value, str)}
     return found
 
 
@@ -98,18 +102,8 @@ def test_every_emitted_event_kind_is_an_event_kind():
 
 def _typed_calls(names: set[str], folders: tuple[str, ...]) -> set[str]:
     """The ``RecordType.NAME`` members passed first to calls of ``names`` in ``folders`` (their names)."""
-    found = set()
-    for folder in folders:
-        for path in (PACKAGE / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if not isinstance(node, ast.Call):
-                    continue
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                if name not in names:
-                    continue
-                found |= {a.attr for a in node.args[:2] if isinstance(a, ast.Attribute)
-                          and isinstance(a.value, ast.Name) and a.value.id == "RecordType"}
-    return found
+    return {a.attr for node in _calls(names, folders) for a in node.args[:2]
+            if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "RecordType"}
 
 
 def test_every_recorded_type_is_a_record_type():
