@@ -17,8 +17,9 @@ mkdir -p "$out"
 touch "$out/$marker"
 cp "$repo/example_notebooks/quickstart.ipynb" "$repo/example_notebooks/quickstart.script.yaml" "$out/"
 cd "$out"
-# the kernel's stderr passes through, but for its harmless "running over TCP without encryption" warning
-"$ODIN_PY" - "$out" 2> >(grep -v "Kernel is running over TCP without encryption" >&2) <<'PY'
+# the kernel's own stderr (its start-up warnings, and tracebacks some ipykernel releases print while shutting
+# down) goes to kernel.log; it is shown here only when the notebook failed
+"$ODIN_PY" - "$out" <<'PY'
 import sys
 from pathlib import Path
 
@@ -28,16 +29,24 @@ from nbclient.exceptions import CellExecutionError
 
 out = Path(sys.argv[1])
 nb = nbformat.read(out / "quickstart.ipynb", as_version=4)
-try:
-    NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(out)}}).execute()
-    failed = None
-except CellExecutionError as exc:
-    failed = str(exc).strip().splitlines()[-1] if str(exc).strip() else "a cell failed"
+log = out / "kernel.log"
+with open(log, "wb") as kernel_stderr:
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=600,
+                       resources={"metadata": {"path": str(out)}}).execute(stderr=kernel_stderr)
+        failed = None
+    except CellExecutionError as exc:
+        failed = str(exc).strip().splitlines()[-1] if str(exc).strip() else "a cell failed"
+if failed:
+    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-20:]
+    if tail:
+        print("the kernel's stderr (last lines of kernel.log):", *tail, sep="\n  ", file=sys.stderr)
 nbformat.write(nb, out / "quickstart.ipynb")
 runs = sorted((out / ".odin-loop" / "runs").glob("*"))
 print(("quickstart FAILED: " + failed) if failed else "quickstart ran (offline, scripted model).")
 print(f"Results, in {out}/ (recreated on every run):")
 print("  quickstart.ipynb          the notebook with its outputs")
+print("  kernel.log                the kernel's own messages (start-up warnings)")
 if (out / "src" / "calc.py").is_file():
     print("  src/calc.py               the code the run delivered")
 if runs:

@@ -133,7 +133,7 @@ def test_the_key_never_reaches_a_notebooks_outputs_or_live_view(tmp_path: Path, 
     try:
         kernel.execute("%load_ext odin_magic")
         kernel.execute("%odin run leaky --task t")
-        kernel.execute("%odin wait", timeout=120)
+        kernel.execute("%odin wait")
         kernel.execute("%odin status")
         kernel.execute("%odin runs")
         kernel.drain()

@@ -54,7 +54,7 @@ def test_the_form_asks_one_question_at_a_time_previews_and_writes_a_loop_that_ru
     assert "wrote" in out
     loop = LoopCatalog(project).load("notes")
     assert loop.stage("review").gate.on_fail == "draft" and loop.stage("review").agent == "reviewer"
-    out = text_of(kernel.execute("%odin run notes --task 'the notes' --dry --approve-all --wait", timeout=120))
+    out = text_of(kernel.execute("%odin run notes --task 'the notes' --dry --approve-all --wait"))
     assert "done" in out
 
 
@@ -92,7 +92,7 @@ def test_refine_report_and_the_apply_panel_in_a_kernel(kernel, project):
             produces: [check.md]
             gate: {mode: ai, check: check.md finds no gap}
     """))
-    kernel.execute("%odin run tiny --task one --dry --gates check:fail,check:fail,check:fail --wait", timeout=120)
+    kernel.execute("%odin run tiny --task one --dry --gates check:fail,check:fail,check:fail --wait")
     outputs = kernel.execute("%odin refine tiny")
     html = "".join(m["content"]["data"].get("text/html", "") for m in outputs if m["msg_type"] == "display_data")
     assert "data:image/png;base64," in html and "raise max_iterations from 2 to 4" in html

@@ -39,7 +39,7 @@ def executed(tmp_path_factory):
         if name == "blank_task":
             c.metadata["tags"] = ["raises-exception"]
         nb.cells.append(c)
-    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(where)}}).execute()
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(where)}}).execute()
     return {c.metadata["name"]: c.outputs for c in nb.cells}
 
 

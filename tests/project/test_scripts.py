@@ -35,6 +35,7 @@ def test_quickstart_sh_runs_again_and_again_in_a_fresh_copy(tmp_path):
                               timeout=900)
         assert proc.returncode == 0, f"run {attempt}:\n{proc.stdout}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr and "without encryption" not in proc.stderr
+        assert (out / "kernel.log").is_file() and "kernel.log" in proc.stdout  # the kernel's messages: kept there
         [run_dir] = (out / ".odin-loop" / "runs").iterdir()  # a fresh copy: only this run's
         state = json.loads((run_dir / "state.json").read_text())
         assert state["status"] == "done" and state["interview"]["rounds"] == 3  # greenfield, as recorded

@@ -60,7 +60,7 @@ def test_a_run_that_ends_done_writes_both_reports_and_the_notebook_runs(project:
     nbformat.validate(nb)
     charts = [c for c in nb.cells if c.get("attachments")]
     assert base64.b64decode(charts[0]["attachments"]["run.png"]["image/png"]).startswith(b"\x89PNG")
-    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(d)}}).execute()
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(d)}}).execute()
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"{state.run_id}: done at review" in printed
     for f in d.rglob("*"):
@@ -94,7 +94,7 @@ def test_every_run_end_writes_a_report_and_a_pause_does_not(project: Path, write
 def execute(nb_path: Path, cwd: Path) -> str:
     """Execute a notebook with the kernel started in ``cwd``; what its code cells printed."""
     nb = nbformat.read(nb_path, as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(cwd)}}).execute()
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 

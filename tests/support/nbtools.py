@@ -6,6 +6,7 @@ import os
 import queue
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +38,9 @@ NOTEBOOKS = REPO / "example_notebooks"
 INTERVIEW_SCRIPT = NOTEBOOKS / "interview.script.yaml"
 # a kernel's first cell for an interview project: the scripted interviewer answers, no model
 INTERVIEW_SETUP = '%load_ext odin_magic\n%config OdinMagics.script = "interview.script.yaml"'
+#: a cell's guard against a kernel that never answers: not a speed claim (a quick cell takes well under a second
+#: on a quiet machine; on a loaded CI machine, a kernel test's cell has taken over a minute)
+CELL_TIMEOUT = 180
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -108,20 +112,24 @@ class Kernel:
 
         self.km = KernelManager(kernel_name="python3")
         env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
-        self.km.start_kernel(cwd=str(cwd), env=env)
+        # the kernel's stderr: kept out of the test's output, shown when a cell does not finish
+        self.stderr = tempfile.TemporaryFile()
+        self.km.start_kernel(cwd=str(cwd), env=env, stderr=self.stderr)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
         self.messages: list[dict] = []
 
-    def execute(self, code: str, timeout: float = 60, allow_error: bool = False) -> list[dict]:
+    def execute(self, code: str, timeout: float = CELL_TIMEOUT, allow_error: bool = False) -> list[dict]:
+        """Run ``code`` and return its outputs once the kernel is idle again; ``timeout`` only guards against a
+        kernel that never answers (a test that waits inside the cell gives more than it waits)."""
         msg_id = self.kc.execute(code)
         outputs: list[dict] = []
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"cell did not finish in {timeout} s:\n{code}")
+                raise TimeoutError(f"cell did not finish in {timeout} s:\n{code}\n{self._diagnosis(msg_id)}")
             try:
                 msg = self.kc.get_iopub_msg(timeout=remaining)
             except queue.Empty:
@@ -141,6 +149,20 @@ class Kernel:
                 raise AssertionError(f"cell failed: {c['ename']}: {c['evalue']}\n{code}")
         return outputs
 
+    def _diagnosis(self, msg_id: str) -> str:
+        """What a cell that did not finish left behind: whether the kernel replied on the shell channel (if it did,
+        the cell ran and its idle status was lost), the last iopub message, and the kernel's stderr."""
+        try:
+            reply = self.kc.get_shell_msg(timeout=1)
+            replied = reply["parent_header"].get("msg_id") == msg_id
+        except queue.Empty:
+            replied = False
+        last = self.messages[-1]["msg_type"] if self.messages else "none"
+        self.stderr.seek(0)
+        err = self.stderr.read().decode("utf-8", "replace").strip().splitlines()[-30:]
+        return "\n".join([f"shell reply received: {replied}; last iopub message: {last}",
+                          "kernel stderr:", *err])
+
     def drain(self) -> None:
         """Collect the iopub messages background work sent so far: a round trip through an empty cell.
 
@@ -157,6 +179,7 @@ class Kernel:
     def shutdown(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
+        self.stderr.close()
 
 
 def text_of(outputs: list[dict]) -> str:
