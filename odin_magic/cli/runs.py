@@ -168,7 +168,8 @@ def _cmd_status(args):
         if state.status == "awaiting_answer":  # the interview package loads only for its question
             question = waiting_question(run_dir, state)
         checked = latest(run_dir, state.history)
-        print(render_status(state, loop, question=question, criteria=checked.lines() if checked is not None else None))
+        print(render_status(state, loop, history_tail=0 if args.history else 10, question=question,
+                            criteria=checked.lines() if checked is not None else None))
     return 0
 
 

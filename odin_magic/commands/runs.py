@@ -46,6 +46,8 @@ ABANDON = ()
 STATUS = (
     arg("--run", metavar="ID", help="a run id (default: the active or latest run)"),
     arg("--json", only=ODIN, action="store_true", help="print the state.json object"),
+    arg("--history", action="store_true",
+        help="the whole history, not its last 10 entries (each numbered: the N of revert --to and fork --from)"),
 )
 
 RUNS = (arg("--json", only=ODIN, action="store_true", help="print the runs as JSON"),)

@@ -28,7 +28,8 @@ class StatusMagics:
         waiting = state.status in ("awaiting_approval", "awaiting_answer")
         if waiting and not args.run and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
-        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
+        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
+                             whole_history=getattr(args, "history", False))
 
     @staticmethod
     def _criteria(runner: NotebookRunner, state) -> list[str]:

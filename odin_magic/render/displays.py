@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
 from odin_magic.render.text import (
-    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, render_runs, render_simulation, render_status,
+    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_lines, render_runs, render_simulation, render_status,
     stage_marks, threshold_standing
 )
 
@@ -123,11 +123,12 @@ class StatusDisplay(_Display):
     """``%odin status``: loop, task, stage, status, iterations, checklist, interview, usage."""
 
     def __init__(self, state: RunState, loop: Loop | None = None, question: str | None = None,
-                 criteria: list[str] | None = None):
+                 criteria: list[str] | None = None, whole_history: bool = False):
         self.state = state
         self.loop = loop
         self.question = question  # the interview's waiting question, rendered as text
         self.criteria = criteria or []  # the last checks before done, a line each (completion)
+        self.history_tail = 0 if whole_history else 10  # ``--history``: every entry
 
     @property
     def rows(self) -> list[ChecklistRow]:
@@ -158,7 +159,8 @@ class StatusDisplay(_Display):
 
     def text(self) -> str:
         # the CLI's `odin status`, word for word, waiting question included
-        lines = [render_status(self.state, self.loop, question=self.question, criteria=self.criteria)]
+        lines = [render_status(self.state, self.loop, history_tail=self.history_tail, question=self.question,
+                               criteria=self.criteria)]
         hint = _next_hint(self.state)
         if hint:
             lines += ["", hint]
@@ -179,10 +181,25 @@ class StatusDisplay(_Display):
             + (("<p><b>before done</b> (acceptance criteria, regression suite)</p><ul style='list-style:none;"
                 "padding-left:4px'>" + "".join(f"<li>{_e(c)}</li>" for c in self.criteria) + "</ul>")
                if self.criteria else "")
+            + self._history_html()
             + (f"<pre>{_e(self.question)}</pre>" if self.question else "")
             + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
             + "</div>"
         )
+
+
+    def _history_html(self) -> str:
+        """The numbered history (the N of ``revert --to`` and ``fork --from``), folded away unless asked for."""
+        if not self.state.history:
+            return ""
+        heading, *entries = history_lines(self.state, self.history_tail)
+        opened = " open" if not self.history_tail else ""
+        rows = []
+        for line in entries:  # "  ✅ #3 …": the mark in the common font, as everywhere in the HTML views
+            mark, _, rest = line.strip().partition(" ")
+            rows.append(f"{html_mark(mark)} {_e(rest)}")
+        return (f"<details{opened}><summary>{_e(heading)}</summary>"
+                f"<pre>{chr(10).join(rows)}</pre></details>")
 
 
 def _against_threshold(iv) -> str:

@@ -138,17 +138,23 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     for mark, sid, note in stage_marks(state, loop):
         lines.append(f"  {mark} {sid}" + (f"  — {note}" if note else ""))
     if state.history:
-        shown = state.history[-history_tail:] if history_tail else state.history
-        skipped = len(state.history) - len(shown)
         lines.append("")
-        lines.append(f"history ({len(state.history)} entries" + (f", last {len(shown)}" if skipped else "") + ")")
-        for n, item in history_with_reverts(state, start=skipped):
-            lines.append(_history_line(n, item))
+        lines += history_lines(state, history_tail)
     if criteria:
         lines += ["", "before done (acceptance criteria, regression suite)"] + [f"  {c}" for c in criteria]
     if question:
         lines += ["", f"{AWAITING} waiting for your answer:", question]
     return "\n".join(lines)
+
+
+def history_lines(state: RunState, tail: int = 10) -> list[str]:
+    """The history's heading and its last ``tail`` entries (all of them: ``tail`` 0), numbered, reverts
+    where they happened; a shortened history says how to see all of it."""
+    shown = state.history[-tail:] if tail else state.history
+    skipped = len(state.history) - len(shown)
+    heading = f"history ({len(state.history)} entries" + (
+        f", last {len(shown)}; `odin status --history` shows all" if skipped else "") + ")"
+    return [heading] + [_history_line(n, item) for n, item in history_with_reverts(state, start=skipped)]
 
 
 def history_with_reverts(state: RunState, start: int = 0) -> list[tuple[int, HistoryEntry | Revert]]:

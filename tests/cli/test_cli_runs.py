@@ -251,3 +251,21 @@ def test_ctrl_c_during_odin_run_says_that_odin_run_resumes(demo):
     assert "interrupted" in err and "`odin run` resumes" in err and "Traceback" not in err
     resumed = subprocess.run([*odin_cmd, "run", "--project", demo], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0 and "done" in resumed.stdout.splitlines()[-1]
+
+
+def test_status_shows_the_last_ten_entries_numbered_and_history_shows_all(capsys, project, write_loop):
+    """The N that revert --to and fork --from take is the #N of status; --history lists every entry."""
+    from support.loops import pingpong_loop
+
+    write_loop(pingpong_loop())
+    fails = ",".join(["check:fail"] * 5)  # build+check six times: 12 executions
+    code, out, _ = odin(capsys, "run", "pingpong", "--task", "t", "--dry", "--gates", fails, "--project", str(project))
+    code, out, _ = odin(capsys, "status", "--project", str(project))
+    assert code == 0
+    assert "history (12 entries, last 10; `odin status --history` shows all)" in out
+    assert " #3 " in out and " #12 " in out and " #2 " not in out
+    code, out, _ = odin(capsys, "status", "--history", "--project", str(project))
+    assert code == 0 and "history (12 entries)" in out
+    numbered = [line for line in out.splitlines() if line.strip()[:1] in ("✅", "🔄") and " #" in line]
+    assert [line.split()[1] for line in numbered] == [f"#{n}" for n in range(1, 13)]
+    assert "build pass" in numbered[0]

@@ -490,3 +490,16 @@ def test_odin_fork_starts_a_new_run_from_a_point_and_abandons_the_old(ip, projec
     fork = json.loads((project / ".odin-loop" / "runs" / runs[1] / "state.json").read_text())
     assert fork["status"] == "awaiting_approval" and (project / "docs" / "notes.md").exists()
     assert "--from N" in odin(ip, "help fork").text()
+
+
+def test_status_history_shows_every_entry_numbered_in_text_and_html(ip, project):
+    from support.loops import pingpong_loop
+
+    (project / ".odin-loop" / "loops" / "pingpong.yaml").write_text(pingpong_loop(), encoding="utf-8")
+    odin(ip, "run pingpong --task t --dry --gates " + ",".join(["check:fail"] * 5) + " --wait")
+    short = odin(ip, "status")
+    assert "last 10; `odin status --history` shows all" in short.text()
+    assert "<details>" in short.html() and " #12 " in short.html() and " #2 " not in short.html()
+    whole = odin(ip, "status --history")
+    assert "history (12 entries)" in whole.text() and " #1 " in whole.text()
+    assert "<details open>" in whole.html() and " #1 " in whole.html()
