@@ -162,6 +162,7 @@ def _cmd_status(args):
             print(f"note: {exc.message}", file=sys.stderr)
             loop = None
         from odin_magic.engine.completion import latest
+        from odin_magic.runs.store import being_driven
 
         run_dir = engine.run_dir(state.run_id)
         question = None
@@ -169,7 +170,7 @@ def _cmd_status(args):
             question = waiting_question(run_dir, state)
         checked = latest(run_dir, state.history)
         print(render_status(state, loop, history_tail=0 if args.history else 10, question=question,
-                            criteria=checked.lines() if checked is not None else None))
+                            criteria=checked.lines() if checked is not None else None, driven=being_driven(run_dir)))
     return 0
 
 

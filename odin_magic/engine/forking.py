@@ -89,14 +89,19 @@ def start_fork(engine, source: RunState, point: rewind.ForkPoint, loop: Loop, un
 
 
 def abandon_for_fork(engine, run_id: str, fork_id: str) -> dict[str, Any] | None:
-    """Mark the source run abandoned with a pointer to the fork; returns its fields as they were (read under
-    its lock, for an undo), or None when it was already abandoned for a fork (left as it is)."""
+    """Point the source run at the fork (an active run is abandoned: one run at a time is active; one that
+    ended keeps its status); returns its fields as they were (read under its lock, for an undo), or None when
+    it was already abandoned for a fork (left as it is)."""
     handle, _ = engine.store.open(run_id, engine.command, engine._now())
     try:
         state = handle.state
         if state.status == "abandoned" and state.forked_to is not None:
             return None
         was = {"status": state.status, "forked_to": state.forked_to, "ended_at": state.ended_at}
+        if not state.active:  # a run that ended (done, failed, abandoned) keeps its ending: it only points on
+            handle.record(RecordType.NOTICE, engine._now(), text=f"forked to {fork_id}",
+                          set=StatePatch(forked_to=fork_id))
+            return was
         ended = {"ended_at": engine._now()} if state.ended_at is None else {}
         handle.record(RecordType.ABANDONED, engine._now(),
                       set=StatePatch(status="abandoned", forked_to=fork_id, **ended))

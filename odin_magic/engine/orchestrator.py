@@ -32,7 +32,7 @@ from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
 from odin_magic.engine import forking, pauses, rewind, stage as stage_run
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
-    damaged_blocks, one_run_at_a_time, require_not_paused, require_stage, require_status,
+    damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
 )
 from odin_magic.engine.session import (  # noqa: F401 - handed on: Session, WorkerFailed, InterviewRunner
@@ -314,10 +314,7 @@ class Engine:
         if active is None and damaged is not None:
             raise damaged_blocks(*damaged)
         if active is None:
-            raise NoActiveRun(
-                f"no active run in {self.project_dir}",
-                hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)",
-            )
+            raise self._no_active_run()
         handle, notice = self.store.open(active.state.run_id, self.command, self._now(), known=active)
         try:
             reopening = reopen_failed and handle.state.status == "failed"
@@ -336,6 +333,12 @@ class Engine:
             if reopening:
                 self._reopen(session)
             yield session
+
+    def _no_active_run(self) -> NoActiveRun:
+        latest = None
+        for loaded in self._readable_runs():
+            latest = loaded
+        return no_active_run(self.project_dir, latest.state if latest is not None else None)
 
     def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""

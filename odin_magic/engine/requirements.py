@@ -3,7 +3,9 @@ time. Shared with the front ends, which check an action before driving it in the
 
 from __future__ import annotations
 
-from odin_magic.core.errors import RunRefused, UsageError
+from pathlib import Path
+
+from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt
@@ -53,6 +55,18 @@ def one_run_at_a_time(active: RunState) -> RunRefused:
         hint=("answer its question with `odin answer TEXT`" if active.status == "awaiting_answer"
               else "finish it with `odin run` (or `odin approve` at a pause)") + ", or give it up with `odin abandon`",
     )
+
+
+def no_active_run(project_dir: Path, latest: RunState | None) -> NoActiveRun:
+    """Nothing to act on: said of the ``latest`` run when there is one (it has ended: it is not changed, a fork
+    continues it), else how to start one."""
+    if latest is None:
+        return NoActiveRun(f"no active run in {project_dir}",
+                           hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)")
+    return NoActiveRun(
+        f"no active run in {project_dir}: the latest run, {latest.run_id}, has ended ({latest.status})",
+        hint=f"`odin fork --from N` starts a new run from its stage execution N (`odin status --history` "
+             f"numbers them; it has {len(latest.history)}), `odin run LOOP --task TEXT` a new one")
 
 
 def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from odin_magic.core.errors import OdinError
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.render.displays import MessageDisplay, NoRunDisplay, RunsDisplay, StatusDisplay
+from odin_magic.runs.store import being_driven
 
 
 class StatusMagics:
@@ -28,8 +29,9 @@ class StatusMagics:
         waiting = state.status in ("awaiting_approval", "awaiting_answer")
         if waiting and not args.run and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
+        driven = runner.drive.busy or being_driven(runner.run_dir(state.run_id))
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
-                             whole_history=getattr(args, "history", False))
+                             whole_history=getattr(args, "history", False), driven=driven)
 
     @staticmethod
     def _criteria(runner: NotebookRunner, state) -> list[str]:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
 from odin_magic.render.text import (
-    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_lines, render_runs, render_simulation, render_status,
-    stage_marks, threshold_standing
+    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_lines, render_runs, render_simulation,
+    render_status, stage_marks, status_text, threshold_standing
 )
 
 if TYPE_CHECKING:  # annotations only: `%load_ext odin_magic` does not load the models
@@ -123,12 +123,13 @@ class StatusDisplay(_Display):
     """``%odin status``: loop, task, stage, status, iterations, checklist, interview, usage."""
 
     def __init__(self, state: RunState, loop: Loop | None = None, question: str | None = None,
-                 criteria: list[str] | None = None, whole_history: bool = False):
+                 criteria: list[str] | None = None, whole_history: bool = False, driven: bool = True):
         self.state = state
         self.loop = loop
         self.question = question  # the interview's waiting question, rendered as text
         self.criteria = criteria or []  # the last checks before done, a line each (completion)
         self.history_tail = 0 if whole_history else 10  # ``--history``: every entry
+        self.driven = driven  # a running run that nothing drives is shown as ready
 
     @property
     def rows(self) -> list[ChecklistRow]:
@@ -140,7 +141,7 @@ class StatusDisplay(_Display):
             ("run", s.run_id),
             ("loop", s.loop + (" (dry run)" if s.dry else "")),
             ("task", s.task),
-            ("status", s.status),
+            ("status", status_text(s, self.driven, mark=False)),  # the HTML shows no emoji marks
             ("current stage", s.current_stage),
             ("iterations", f"{s.total_iterations} / {s.max_iterations}"
              + (f"  ({', '.join(f'{k}: {v}' for k, v in s.iterations.items())})" if s.iterations else "")),
@@ -160,7 +161,7 @@ class StatusDisplay(_Display):
     def text(self) -> str:
         # the CLI's `odin status`, word for word, waiting question included
         lines = [render_status(self.state, self.loop, history_tail=self.history_tail, question=self.question,
-                               criteria=self.criteria)]
+                               criteria=self.criteria, driven=self.driven)]
         hint = _next_hint(self.state)
         if hint:
             lines += ["", hint]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: front ends load this module cheaply
 PASSED, LOOPED, AWAITING, NOT_STARTED, BLOCKED, REVERTED = "✅", "🔄", "⏸", "⬜", "⛔", "↶"
 STATUS_MARK = {"running": "▶", "awaiting_approval": "⏸", "awaiting_answer": "⏸", "blocked": "⛔",
                "done": "✅", "failed": "❌", "abandoned": "✖"}
+READY = "▷"  # running, but nothing drives it now
 
 
 def stage_marks(state: RunState, loop: Loop | None = None) -> list[tuple[str, str, str]]:
@@ -97,14 +98,15 @@ def cost_text(usage: Usage, short: bool = False) -> str:
 
 
 def render_status(state: RunState, loop: Loop | None = None, history_tail: int = 10,
-                  question: str | None = None, criteria: list[str] | None = None) -> str:
+                  question: str | None = None, criteria: list[str] | None = None, driven: bool = True) -> str:
     """``question``: the waiting interview question as text (see ``interview.runner.waiting_question``);
-    ``criteria``: the last checks before done, one line each (``completion.CompletionReport.lines``)."""
+    ``criteria``: the last checks before done, one line each (``completion.CompletionReport.lines``);
+    ``driven``: whether a process drives the run now (a running run that nothing drives is ready)."""
     lines = [
         f"run      {state.run_id}" + ("  (dry run)" if state.dry is not None else ""),
         f"loop     {state.loop}",
         f"task     {state.task}",
-        f"status   {STATUS_MARK.get(state.status, '')} {state.status}",
+        f"status   {status_text(state, driven)}",
         f"stage    {state.current_stage}",
         f"loops    {state.total_iterations}/{state.max_iterations}"
         + ("  (" + ", ".join(f"{k} {v}" for k, v in state.iterations.items()) + ")" if state.iterations else ""),
@@ -145,6 +147,16 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     if question:
         lines += ["", f"{AWAITING} waiting for your answer:", question]
     return "\n".join(lines)
+
+
+def status_text(state: RunState, driven: bool = True, mark: bool = True) -> str:
+    """``▶ running`` (``mark`` False: ``running``); a running run that no process drives (after a stop, a fork
+    or a revert) is ready."""
+    if state.status == "running" and not driven:
+        words, sign = "ready: nothing drives it now; `odin run` continues it", READY
+    else:
+        words, sign = state.status, STATUS_MARK.get(state.status, "")
+    return f"{sign} {words}" if mark and sign else words
 
 
 def history_lines(state: RunState, tail: int = 10) -> list[str]:

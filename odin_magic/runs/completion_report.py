@@ -31,6 +31,13 @@ class RegressionResult:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def mark(self) -> str:
+        """✅ passed, ❌ failed, – not run (no tick on what did not run)."""
+        if not self.ran:
+            return "–"
+        return "✅" if self.passed else "❌"
+
     def describe(self) -> str:
         if not self.ran:
             return f"regression suite: {self.why}"
@@ -114,7 +121,7 @@ class CompletionReport:
         for c in self.criteria:
             out.append(f"{c.mark} {c.id} [{c.priority}] {c.text}" + (f" — {c.detail}" if c.status != "pass" and c.detail else ""))
         if self.regression is not None:
-            out.append(("✅ " if self.regression.passed else "❌ ") + self.regression.describe())
+            out.append(f"{self.regression.mark} {self.regression.describe()}")
         out += [f"⚠ {what} — {fix}" for what, fix in self.problems]
         return out
 

@@ -197,6 +197,19 @@ class RunLock:
             self._lock.release()
 
 
+def being_driven(run_dir: Path) -> bool:
+    """Whether a process (this one included: the lock is per open file) drives the run in ``run_dir`` now."""
+    lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        return True
+    except OSError:  # a run dir that cannot be locked: not known to be driven
+        return False
+    lock.release()
+    return False
+
+
 # -- a run held by its driver ----------------------------------------------
 
 

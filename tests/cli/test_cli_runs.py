@@ -58,7 +58,7 @@ def test_a_failed_test_stage_shows_as_looped(capsys, demo):
     code, out, _ = odin(capsys, "step", "test", "--project", demo)
     assert code == 0 and "🔄 test gate failed" in out
     code, out, _ = odin(capsys, "status", "--project", demo)
-    assert "🔄 test  — looped 2×" in out and "▶ running" in out
+    assert "🔄 test  — looped 2×" in out and "▷ ready: nothing drives it now; `odin run` continues it" in out
 
 
 def test_continue_revise_step_abandon_runs(capsys, demo):

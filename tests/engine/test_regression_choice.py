@@ -237,3 +237,7 @@ def test_a_dry_run_report_names_the_command_it_did_not_run(project: Path, write_
     assert state.status == "done"
     report = (project / ".odin-loop" / "runs" / state.run_id / "report.md").read_text(encoding="utf-8")
     assert "Regression suite `make test`: not run (dry run without --run-commands)." in report
+    from odin_magic.engine.completion import latest
+
+    lines = latest(project / ".odin-loop" / "runs" / state.run_id, state.history).lines()
+    assert "– regression suite: not run (dry run without --run-commands)" in lines  # no tick on what did not run

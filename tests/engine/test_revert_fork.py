@@ -556,7 +556,7 @@ def test_a_revert_shows_in_the_status_history_and_the_report_with_its_reason(pro
     assert [r.reason for r in again.reverts] == ["reverted to before build #1 by the user"]
     text = render_status(again, history_tail=4)
     shown = text[text.index("history ("):].splitlines()
-    assert shown[0] == "history (7 entries, last 4)"  # the revert right before the first entry shown is shown
+    assert shown[0] == "history (7 entries, last 4; `odin status --history` shows all)"  # the revert right before the first entry shown is shown
     assert shown[1].startswith("  ↶ ") and [line.split()[1] for line in shown[2:]] == ["#4", "#5", "#6", "#7"]
     report = (engine.run_dir(final.run_id) / "report.md").read_text()
     row = next(line for line in report.splitlines() if line.startswith("| ↶ "))
@@ -623,3 +623,28 @@ def test_odin_diff_stage_says_latest_and_net_shows_all_executions(project, write
     assert "give the stage, not an execution number" in capsys.readouterr().err
     assert odin_main(["diff", "ship", "--net", "--project", str(project)]) == 2
     assert "stage 'ship' has no recorded execution" in capsys.readouterr().err
+
+
+def test_a_done_run_stays_done_when_forked_and_a_revert_on_it_names_the_fork(project, write_loop, capsys):
+    """Issue 18 item 4: a finished run is not changed (revert names `odin fork --from N`); forking it leaves it
+    done, pointing at the fork; the fork, running but driven by nothing, is shown as ready."""
+    write_loop(LOOP)
+    seed(project)
+    engine, _ = scripted_engine(project, SCRIPT)
+    engine.start("two", "t")
+    engine.approve()
+    done = engine.approve()
+    assert done.status == "done"
+    with pytest.raises(OdinError) as refused:
+        engine.revert("build")
+    assert f"the latest run, {done.run_id}, has ended (done)" in refused.value.message
+    assert "`odin fork --from N`" in refused.value.hint and "it has 4" in refused.value.hint
+    assert odin_main(["revert", "build", "--project", str(project)]) == 1
+    assert "has ended (done)" in capsys.readouterr().err
+
+    fork = engine.fork(from_point=2)
+    source = engine.status(done.run_id)
+    assert (source.status, source.forked_to) == ("done", fork.run_id)  # still done, pointing at its fork
+    assert odin_main(["status", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "ready: nothing drives it now; `odin run` continues it" in out and "▶ running" not in out
