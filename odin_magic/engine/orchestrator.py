@@ -144,22 +144,19 @@ class Engine:
     def answer(self, text: str) -> RunState:
         """Answer the deep interview's waiting question, then drive on (the next question, or the gate)."""
         text = require_text(text, "answer")
-        with self._driving(), self._open_active() as s:
-            require_status(s.state, "answer")
+        with self._driving(), self._open_active(action="answer") as s:
             self._ask_again(s, answer=text)
             return self._drive(s)
 
     def approve(self) -> RunState:
-        with self._driving(), self._open_active() as s:
-            require_status(s.state, "approve")
+        with self._driving(), self._open_active(action="approve") as s:
             pauses.approve(self, s)
             return self._drive(s)
 
     def revise(self, feedback: str) -> RunState:
         """Re-run the paused stage with ``feedback`` handed to its worker, then gate it again."""
         feedback = require_text(feedback, "revise")
-        with self._driving(), self._open_active() as s:
-            require_status(s.state, "revise")
+        with self._driving(), self._open_active(action="revise") as s:
             self._record(s, RecordType.REVISED, stage=s.state.current_stage,
                          set=StatePatch(status="running", feedback=feedback))
             self._emit("revised", s.state, stage=s.state.current_stage, text=feedback)
@@ -306,8 +303,11 @@ class Engine:
             self._drive_lock.release()
 
     @contextlib.contextmanager
-    def _open_active(self, need_worker: bool = True, reopen_failed: bool = False) -> Iterator[Session]:
-        """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed."""
+    def _open_active(self, need_worker: bool = True, reopen_failed: bool = False,
+                     action: str | None = None) -> Iterator[Session]:
+        """The active run, opened for driving; with ``reopen_failed``, else the latest run when it failed.
+        ``action`` (approve, revise, answer) is refused before a worker is made when the run is not waiting
+        for it (a running run needs no API key to be told so)."""
         active, damaged = self._scan_loaded(tell=False)  # opening repairs the run and tells, below
         if active is None and reopen_failed:
             active = self._latest_failed()
@@ -320,6 +320,8 @@ class Engine:
             reopening = reopen_failed and handle.state.status == "failed"
             if not handle.state.active and not reopening:  # changed between the scan and the lock
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
+            if action is not None:
+                require_status(handle.state, action)
             loop = self.loop_for(handle.run_id)
             worker = self._worker_for(handle.state) if need_worker else None
         except BaseException:
@@ -334,17 +336,16 @@ class Engine:
                 self._reopen(session)
             yield session
 
+    def _latest_run(self) -> Loaded | None:
+        return next(iter(reversed(list(self._readable_runs()))), None)
+
     def _no_active_run(self) -> NoActiveRun:
-        latest = None
-        for loaded in self._readable_runs():
-            latest = loaded
+        latest = self._latest_run()
         return no_active_run(self.project_dir, latest.state if latest is not None else None)
 
     def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""
-        latest = None
-        for loaded in self._readable_runs():
-            latest = loaded
+        latest = self._latest_run()
         return latest if latest is not None and latest.state.status == "failed" else None
 
     def _reopen(self, s: Session) -> None:

@@ -269,3 +269,23 @@ def test_status_shows_the_last_ten_entries_numbered_and_history_shows_all(capsys
     numbered = [line for line in out.splitlines() if line.strip()[:1] in ("✅", "🔄") and " #" in line]
     assert [line.split()[1] for line in numbered] == [f"#{n}" for n in range(1, 13)]
     assert "build pass" in numbered[0]
+
+
+@pytest.mark.parametrize("command", [["approve"], ["revise", "more tests"], ["answer", "yes"]])
+def test_acting_on_a_running_run_says_it_is_running_and_needs_no_key(capsys, project, write_loop, monkeypatch,
+                                                                      command):
+    """Issue 18 item 6: approve / revise / answer on a run that is running (not waiting) say so, before any
+    worker is made: no 'no Anthropic API key found'."""
+    from support.scripted_runs import scripted_engine
+
+    write_loop()
+    from odin_magic.engine.session import WorkerFailed
+
+    engine, _ = scripted_engine(project, "stages: {}\n")  # no turns: the first stage's worker fails
+    with pytest.raises(WorkerFailed):
+        engine.start("demo", "t")
+    assert engine.status().status == "running"  # resumable, nothing waits for the user
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT"):
+        monkeypatch.delenv(var, raising=False)
+    code, out, err = odin(capsys, *command, "--project", str(project))
+    assert code != 0 and "is running" in err and "API key" not in err
