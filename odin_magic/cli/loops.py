@@ -66,7 +66,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from odin_magic.loop.validation import reports_to_json
 
-    reports = [report for arg in args.paths for report in _validate_arg(arg, args)]
+    if args.paths:
+        reports = [report for arg in args.paths for report in _validate_arg(arg, args)]
+    else:  # the project's loops, as `%odin validate` checks them
+        from odin_magic.loop.catalog import LoopCatalog
+
+        project = project_dir(args)
+        reports = LoopCatalog(project).validate_project_loops(schedulable=args.schedulable)
+        if not reports:
+            raise UsageError(f"no project loops to validate ({project / '.odin-loop' / 'loops'} is empty)",
+                             hint="give loop files or names: odin validate LOOP...")
     unreadable = [r for r in reports if r.unreadable is not None]
     if args.json:
         print(reports_to_json(reports))

@@ -8,10 +8,10 @@ from odin_magic.commands.spec import MAGIC, ODIN, arg
 LIST = (arg("--json", only=ODIN, action="store_true", help="print JSON"),)
 
 VALIDATE = (
-    # the terminal also finds loops by name and requires one; the notebook defaults to the project's loops
-    arg("paths", only=ODIN, nargs="+", metavar="LOOP",
-        help="loop YAML file(s), or loop names (as `odin list` shows them)"),
-    arg("paths", only=MAGIC, nargs="*", help="loop YAML files, relative to the project"),
+    # both default to the project's loops; the terminal also finds loops by name
+    arg("paths", only=ODIN, nargs="*", metavar="LOOP",
+        help="loop YAML file(s), or loop names (as `odin list` shows them); none: the project's loops"),
+    arg("paths", only=MAGIC, nargs="*", help="loop YAML files, relative to the project; none: the project's loops"),
     arg("--schedulable", action="store_true",
         help="also require a loop that never pauses for a person (every gate 'ai', no interview)"),
     arg("--json", only=ODIN, action="store_true", help="print a JSON report"),

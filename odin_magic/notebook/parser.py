@@ -128,4 +128,10 @@ def parse_line(line: str) -> argparse.Namespace:
         argv = ["help"]
     if len(argv) > 1 and argv[0] in SUBPARSERS and any(a in ("-h", "--help") for a in argv[1:]):
         argv = ["help", argv[0]]
+    if argv[0] not in SUBPARSERS:  # as the terminal's odin says it
+        from odin_magic.loop.validation import did_you_mean
+
+        close = did_you_mean(argv[0], list(SUBPARSERS))
+        raise UsageError(f"unknown command {argv[0]!r}" + (f" (did you mean {close!r}?)" if close else "")
+                         + "; `%odin help` lists the commands")
     return PARSER.parse_args(argv)

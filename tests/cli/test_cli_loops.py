@@ -106,7 +106,7 @@ def test_a_tab_in_the_indentation_says_use_spaces(capsys, tmp_path):
 
 def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
-        main(["validate"])
+        main(["validate", "--bogus"])  # no argument at all: the project's loops
     assert info.value.code == 2
 
 
@@ -266,3 +266,13 @@ def test_console_entry_point_runs_as_a_module(tmp_path):
     assert proc.returncode == 1
     assert f"{bad}:10:7: error: stages[0].gate.mode: missing required key 'mode'" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_validate_without_arguments_checks_the_projects_loops_as_the_notebook_does(capsys, project, write_loop):
+    """Issue 18 item 7: `odin validate` and `%odin validate` agree: no argument, the project's loops."""
+    code, _, err = run(capsys, "validate", "--project", str(project))
+    assert code == 2 and "no project loops to validate" in err and "odin validate LOOP" in err
+    write_loop()
+    (project / ".odin-loop" / "loops" / "broken.yaml").write_text("name: broken\nstages: []\n", encoding="utf-8")
+    code, out, _ = run(capsys, "validate", "--project", str(project))
+    assert code == 1 and "demo.yaml" in out and "broken.yaml" in out and "2 file(s) checked, 1 invalid" in out

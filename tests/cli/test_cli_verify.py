@@ -45,6 +45,8 @@ def test_schedule_prints_cron_and_systemd_and_installs_nothing(capsys, tmp_path:
 def test_schedule_refuses_a_loop_that_would_wait_for_a_person(capsys, tmp_path: Path):
     code, out, err = run(capsys, "schedule", "spec-harness-tdd", "--task", "x", "--project", str(tmp_path))
     assert code == 2 and "cannot run unattended" in err
+    # why, in the words of what was asked: no "INVALID", no option the user never passed
+    assert "pauses for a human" in err and "INVALID" not in err and "drop --schedulable" not in err
 
 
 def test_schedule_refuses_a_period_cron_cannot_say(capsys, tmp_path: Path):

@@ -80,7 +80,8 @@ def test_help_lists_every_command_and_the_docstring_is_the_usage(ip):
 
 
 @pytest.mark.parametrize("line, words", [
-    ("frob", "invalid choice"),
+    ("frob", "unknown command 'frob'; `%odin help` lists the commands"),
+    ("stauts", "unknown command 'stauts' (did you mean 'status'?)"),  # as the terminal's odin says it
     ("run --bogus", "unrecognized arguments"),
     ("run tiny --task 'unclosed", "No closing quotation"),
     ("step", "required"),
