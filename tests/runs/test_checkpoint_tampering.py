@@ -219,3 +219,39 @@ def test_a_damaged_index_error_keeps_the_checkpoints(project):
     error = Checkpoints(project)._failure("add", "fatal: index file smaller than expected\n", "")
     assert isinstance(error, CheckpointError) and "checkpoint index" in error.message
     assert "every checkpoint is kept" in error.hint and "lost" not in error.hint
+
+
+def test_a_revert_leaves_the_users_branches_where_they_are(project, write_loop):
+    """A commit the user makes while the run waits for approval is the user's history: `odin revert` of an
+    earlier stage restores the files, never the branch (the checkpoints keep .git/refs since this issue)."""
+    write_loop("""
+name: two
+max_iterations: 5
+stages:
+  - id: build
+    gate: {mode: ai+human, check: built}
+  - id: ship
+    gate: {mode: ai+human, check: shipped}
+""")
+    (project / "README.md").write_text("hi\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "first")
+    engine, _ = scripted_engine(project, """
+stages:
+  build:
+    - tools: [{write: {file_path: src/app.py, content: "print(1)\\n"}}]
+    - text: built
+  ship:
+    - tools: [{write: {file_path: docs/index.md, content: "# shipped\\n"}}]
+    - text: shipped
+default_verdict: {status: DONE, passed: true}
+""")
+    assert engine.start("two", "t").status == "awaiting_approval"
+    git(project, "add", "src/app.py")
+    git(project, "commit", "-qm", "the user's own commit")
+    mine = git(project, "rev-parse", "HEAD")
+    assert engine.approve().status == "awaiting_approval"
+    engine.revert("build", force=True)
+    assert not (project / "src" / "app.py").exists() and not (project / "docs" / "index.md").exists()
+    assert git(project, "rev-parse", "HEAD") == mine
