@@ -477,6 +477,10 @@ class Checkpoints:
                                       hint=f"move {self.git_dir} away; earlier checkpoints are lost")
             size = int(header[2])
             blobs[sha] = out[end + 1:end + 1 + size]
+            if hashlib.sha1(b"blob %d\0" % size + blobs[sha]).hexdigest() != sha:  # rewritten in place
+                raise CheckpointError(f"the checkpoint store {self.git_dir} is damaged (object {sha[:12]} does not "
+                                      "hold what its name says)", hint=f"move {self.git_dir} away; earlier "
+                                      "checkpoints are lost")
             pos = end + 1 + size + 1
         return blobs
 

@@ -255,3 +255,26 @@ default_verdict: {status: DONE, passed: true}
     engine.revert("build", force=True)
     assert not (project / "src" / "app.py").exists() and not (project / "docs" / "index.md").exists()
     assert git(project, "rev-parse", "HEAD") == mine
+
+
+def test_a_blob_rewritten_in_the_store_is_never_restored(project):
+    """A worker overwrites the object of a file's earlier content with other content under the same name:
+    a restore refuses it before anything changes."""
+    import zlib
+
+    (project / "test_calc.py").write_text("assert add(1, 1) == 2\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    (project / "test_calc.py").write_text("assert True\n")
+    store.snapshot()
+    sha = store.entries(before)["test_calc.py"].sha
+    loose = store.git_dir / "objects" / sha[:2] / sha[2:]
+    loose.parent.mkdir(parents=True, exist_ok=True)
+    loose.unlink(missing_ok=True)
+    evil = b"assert True  # the harness, weakened\n"
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(evil) + evil))
+    for pack in (store.git_dir / "objects" / "pack").glob("*"):
+        pack.unlink()  # the primed pack held the original too
+    with pytest.raises(CheckpointError, match="does not hold what its name says"):
+        store.restore(before)
+    assert (project / "test_calc.py").read_text() == "assert True\n"
