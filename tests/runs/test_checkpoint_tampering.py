@@ -278,3 +278,15 @@ def test_a_blob_rewritten_in_the_store_is_never_restored(project):
     with pytest.raises(CheckpointError, match="does not hold what its name says"):
         store.restore(before)
     assert (project / "test_calc.py").read_text() == "assert True\n"
+
+
+def test_a_path_added_to_the_large_files_list_hides_nothing(project):
+    """info/large-files is core.excludesFile: the list as the store made it is written back before every git."""
+    (project / "a.txt").write_text("a\n")
+    store = Checkpoints(project)
+    before = store.snapshot()
+    with open(store.large_files, "a") as f:
+        f.write("/evil.py\n")
+    (project / "evil.py").write_text("x\n")
+    assert [c.path for c in store.changes(before, store.snapshot(rules_from=before))] == ["evil.py"]
+    assert [c.path for c in store.changes(before, store.snapshot())] == ["evil.py"]
