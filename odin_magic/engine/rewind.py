@@ -3,6 +3,7 @@
 * **Revert** restores the project tree byte for byte to the checkpoint before a
   stage execution and sets the run to continue from that stage. Files changed
   by hand since the run last left the tree are named and kept, unless forced.
+  The user's repository (``.git/``) is never restored: its branches are the user's.
 * **Fork** starts a new run from a point N of an existing run (its history and
   counters up to N, the tree restored to that point's checkpoint); the old run
   is marked abandoned with a pointer to the fork. A fork that fails half-way is
@@ -25,7 +26,7 @@ from typing import Any
 from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.diffs import select_execution
 from odin_magic.core.errors import OdinError, UsageError
-from odin_magic.engine.scope import protected
+from odin_magic.engine.scope import protected, user_git
 from odin_magic.runs.state import HistoryEntry, RunState
 
 #: run-dir files a fork does not copy: the run's own log, state, lock, and worker replay position
@@ -56,7 +57,9 @@ def last_tree(state: RunState) -> str | None:
 def plan(checkpoints: Checkpoints, state: RunState, target: str, stage: str, number: int, force: bool) -> Rewind:
     checkpoints.require(target)
     now = checkpoints.snapshot()
-    restore = [c.path for c in checkpoints.changes(now, target)]
+    # the user's repository (.git/ refs, hooks, config) is the user's history: a revert or fork restores the
+    # files, never a branch (a stage's own change to .git/ was reverted at its gate, see engine/scope.py)
+    restore = [c.path for c in checkpoints.changes(now, target) if not user_git(c.path)]
     by_hand: set[str] = set()
     known = last_tree(state)
     if not force:

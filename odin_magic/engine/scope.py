@@ -12,6 +12,10 @@ it (a file tool or ``bash``):
   "anywhere"; for the other roles it narrows their ``produces`` (a ``produces``
   entry outside the scope is a validation error).
 
+The user's repository (``.git/``: its hooks, config, branches and HEAD, which checkpoints keep; see
+:mod:`odin_magic.runs.checkpoint_listing`) is no stage's to change, whatever its role or scope: a hook a
+worker writes would run at the user's next commit, a commit it makes would stay in the user's history.
+
 Notebooks (``*.ipynb``) are the user's: Jupyter saves them while stages run, so
 they are never reverted as out of scope (see :data:`PROTECTED`).
 
@@ -35,6 +39,7 @@ from pathlib import Path
 
 from odin_magic.loop.artifacts import placements
 from odin_magic.runs.checkpoints import Change
+from odin_magic.runs.checkpoint_listing import USER_GIT
 from odin_magic.loop.schema import Loop, Stage
 from odin_magic.loop.globs import glob_regex, literal_prefix, matches, may_overlap  # noqa: F401 - handed on
 from odin_magic.loop.globs import could_touch_risk  # noqa: F401 - handed on
@@ -85,7 +90,12 @@ def rule_for(stage: Stage, project_dir: Path, run_dir: Path) -> ScopeRule:
 
 
 def violations(rule: ScopeRule, changes: list[Change]) -> list[Change]:
-    return [c for c in changes if not rule.allows(c.path) and not protected(c.path)]
+    return [c for c in changes if user_git(c.path) or (not rule.allows(c.path) and not protected(c.path))]
+
+
+def user_git(path: str) -> bool:
+    """A file of the user's own repository: never in any stage's scope."""
+    return path.startswith(USER_GIT)
 
 
 def violation_reason(rule: ScopeRule, bad: list[Change]) -> str:

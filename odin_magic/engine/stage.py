@@ -168,5 +168,5 @@ def checkpoint_before(engine, s: Session, stage: Stage) -> str:
 
 
 def checkpoint_after(engine, before: str) -> StageCheckpoint:
-    after = engine.checkpoints.snapshot()
+    after = engine.checkpoints.snapshot(rules_from=before)  # the .gitignore files as the stage found them
     return StageCheckpoint(before, after, engine.checkpoints.changes(before, after))

@@ -23,6 +23,7 @@ restore (roll forward), so the tree ends as the new one, never a mix.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -35,6 +36,8 @@ from typing import Literal
 from odin_magic.core.confine import Confinement
 from odin_magic.core.errors import OdinError
 from odin_magic.core.atomic import write_atomic
+from odin_magic.runs import checkpoint_listing as listing
+from odin_magic.runs.checkpoint_git import CONFIG_ARGS, pin, pinned_env
 
 GIT_DIR_NAME = "checkpoints.git"
 INDEX_NAME = "checkpoints.index"
@@ -98,18 +101,7 @@ class Entry:
     sha: str
 
 
-def _git_env(git_dir: Path, index: Path, work_tree: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_DIR=str(git_dir), GIT_INDEX_FILE=str(index), GIT_WORK_TREE=str(work_tree),
-        GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C",
-    )
-    return env
-
-
-_CONFIG = ["-c", "gc.auto=0", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.quotepath=off",
-           "-c", "core.fileMode=true", "-c", "core.symlinks=true", "-c", "core.untrackedCache=true",
-           "-c", "advice.addEmbeddedRepo=false", "-c", "core.bigFileThreshold=512m"]
+EXCLUDE_TEXT = "".join(f"/{p}\n" if p == ".odin-loop/" else f"{p}\n" for p in EXCLUDED)
 
 
 class Checkpoints:
@@ -122,11 +114,15 @@ class Checkpoints:
         self.index = self.root / INDEX_NAME
         self.journal = self.root / JOURNAL_NAME
         self.large_files = self.git_dir / "info" / "large-files"
-        self._env = _git_env(self.git_dir, self.index, self.project_dir)
+        self.stage_rules = self.git_dir / "info" / "stage-rules"
+        self._env = pinned_env(self.git_dir, self.index, self.project_dir)
         # the project's .gitignore files decide, not the user's global excludes file; files larger than
         # LARGE_FILE when the store was made are listed in info/large-files and left out
-        self._config = [*_CONFIG, "-c", f"core.excludesFile={self.large_files}"]
+        self._config = [*CONFIG_ARGS, "-c", f"core.excludesFile={self.large_files}"]
         self._ready = False
+        self._large: str | None = None  # info/large-files as this process first read it
+        self._index_print: str | None = None  # the index as this process's last snapshot left it
+        self._rules: tuple[str, bytes] | None = None  # (tree, the ignore rules pinned at it)
 
     # -- git ---------------------------------------------------------------------------
     # Every git runs in a session of its own (OWN_SESSION): a notebook's interrupt button sends SIGINT to
@@ -134,15 +130,37 @@ class Checkpoints:
     # kernel must not die of the user's Ctrl-C on a cell (git is short-lived: nothing is left behind).
 
     def _git(self, *args: str, input: bytes | None = None, what: str = "") -> bytes:
-        try:
-            proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=self._env, input=input,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
-        except FileNotFoundError:
-            raise CheckpointError("checkpoints need git, and no `git` program was found",
-                                  hint="install git (e.g. apt-get install git) and try again") from None
+        proc = self._run(*args, input=input)
         if proc.returncode != 0:
             raise self._failure(args[0], proc.stderr.decode("utf-8", "replace"), what)
         return proc.stdout
+
+    def _run(self, *args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+        """One git over the store, its config and exclude file pinned first (``checkpoint_git``)."""
+        self._pin()
+        try:
+            return subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env or self._env,
+                                  input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
+        except FileNotFoundError:
+            raise CheckpointError("checkpoints need git, and no `git` program was found",
+                                  hint="install git (e.g. apt-get install git) and try again") from None
+
+    def _pin(self) -> None:
+        if not self._ready:
+            return  # ensure() pins once the store exists
+        try:
+            pin(self.git_dir, EXCLUDE_TEXT)
+            if self._large is None:
+                self._large = self.large_files.read_text() if self.large_files.is_file() else ""
+            if not self._large:
+                self.large_files.unlink(missing_ok=True)
+            elif self.large_files.is_symlink() or not self.large_files.is_file() \
+                    or self.large_files.read_text() != self._large:
+                self.large_files.unlink(missing_ok=True)
+                write_atomic(self.large_files, self._large)
+        except OSError as exc:
+            raise CheckpointError(f"the checkpoint store {self.git_dir} cannot be written ({_os_error(exc)})",
+                                  hint=f"make {self.root} writable, then try again") from None
 
     def _failure(self, command: str, stderr: str, what: str) -> CheckpointError:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
@@ -150,6 +168,10 @@ class Checkpoints:
         if "Permission denied" in detail or "failed to insert" in stderr or "unable to index file" in stderr:
             return CheckpointError(f"cannot read the project's files to checkpoint them: {detail}",
                                    hint="make them readable, or list them in .gitignore so that checkpoints leave them out")
+        if "index file" in stderr:
+            return CheckpointError(f"the checkpoint index {self.index} is damaged ({detail})",
+                                   hint=f"remove {self.index}: it is rebuilt from the project's files at the next "
+                                        "checkpoint, and every checkpoint is kept")
         return CheckpointError(
             f"the checkpoint store {self.git_dir} is damaged ({what or 'git ' + command}: {detail})",
             hint=f"move {self.git_dir} and {self.index} away (a new store is made; earlier checkpoints are lost)")
@@ -160,32 +182,97 @@ class Checkpoints:
             return self
         if not (self.git_dir / "HEAD").is_file():
             self.root.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], env={
-                k: v for k, v in self._env.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")},
+            proc = subprocess.run(["git", "init", "-q", "--bare", "--template=", str(self.git_dir)], env={
+                k: v for k, v in self._env.items() if k not in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")},
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
             if proc.returncode != 0:
                 raise self._failure("init", proc.stderr.decode("utf-8", "replace"), "creating the store")
-        exclude = self.git_dir / "info" / "exclude"
-        text = "".join(f"/{p}\n" if p == ".odin-loop/" else f"{p}\n" for p in EXCLUDED)
-        if not exclude.is_file() or exclude.read_text() != text:
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(exclude, text)
         self._ready = True
+        self._pin()
         if self.journal.is_file():
             self._roll_forward()
         return self
 
     # -- taking checkpoints ----------------------------------------------------------------
 
-    def snapshot(self) -> str:
-        """Checkpoint the project tree now; returns the checkpoint id (a git tree id)."""
+    def snapshot(self, rules_from: str | None = None) -> str:
+        """Checkpoint the project tree now; returns the checkpoint id (a git tree id).
+
+        ``rules_from``: a checkpoint whose ``.gitignore`` files decide what is ignored (a stage's "before"),
+        instead of the files as they are now (see ``checkpoint_listing``)."""
         self.ensure()
         (self.git_dir / "index.lock").unlink(missing_ok=True)  # left by a killed driver (one driver at a time)
         self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
-        if not self.index.is_file():
+        if self._index_print is None or self._index_print != self._fingerprint():
+            # first use in this process, or written by someone else since (damaged, or a worker's flags
+            # that hide a file): rebuilt from the files; the objects of the store are kept
+            self.index.unlink(missing_ok=True)
+        if not self.index.is_file() and not any((self.git_dir / "objects" / "pack").glob("*.pack")):
             self._prime()
-        self._git("add", "-A", "--", ".", what="recording the tree")
-        return self._git("write-tree", what="recording the tree").decode().strip()
+        what = "recording the tree"
+        self._git("add", "-u", "--", ".", what=what)  # tracked files: ignore rules never apply to them
+        new = self._untracked(rules_from)
+        if new:
+            self._git("update-index", "--add", "-z", "--stdin", input=b"".join(p + b"\0" for p in new), what=what)
+        kept = listing.user_git_files(self.project_dir)
+        if kept:
+            shas = self._git("hash-object", "-w", "--no-filters", "--stdin-paths",
+                             input="".join(f"{full}\n" for _, _, full in kept).encode("utf-8", "surrogateescape"),
+                             what=what).decode().split()
+            info = "".join(f"{mode} {sha}\t{path}\0" for (path, mode, _), sha in zip(kept, shas))
+            self._git("update-index", "-z", "--index-info", input=info.encode("utf-8", "surrogateescape"), what=what)
+        tree = self._git("write-tree", what=what).decode().strip()
+        self._index_print = self._fingerprint()
+        return tree
+
+    def _fingerprint(self) -> str:
+        try:
+            return hashlib.sha256(self.index.read_bytes()).hexdigest()
+        except OSError:
+            return ""
+
+    def _untracked(self, rules_from: str | None) -> list[bytes]:
+        """The files git does not track yet that the checkpoint takes: not ignored (by the rules of
+        ``rules_from``, else of the tree now), nested repositories' files listed one by one."""
+        if rules_from is None:
+            excludes = ["--exclude-standard"]
+        else:
+            self._pin_rules(rules_from)
+            excludes = [arg for f in (self.stage_rules, self.large_files, self.git_dir / "info" / "exclude")
+                        if f.is_file() for arg in ("-X", str(f))]
+        listed = [p for p in self._git("ls-files", "-z", "-o", *excludes, what="listing the tree").split(b"\0") if p]
+        nested = [p for p in listed if p.endswith(b"/")]
+        if not nested:
+            return listed
+        inside = [os.fsencode(f) for folder in nested for f in listing.nested_files(self.project_dir, os.fsdecode(folder))]
+        return [p for p in listed if not p.endswith(b"/")] + self._not_ignored(inside, rules_from)
+
+    def _not_ignored(self, paths: list[bytes], rules_from: str | None) -> list[bytes]:
+        if not paths:
+            return []
+        env, config = self._env, []
+        if rules_from is not None:  # the pinned rules only: an empty work tree has no .gitignore of its own
+            empty = self.git_dir / "info" / "empty"
+            empty.mkdir(parents=True, exist_ok=True)
+            env, config = {**self._env, "GIT_WORK_TREE": str(empty)}, ["-c", f"core.excludesFile={self.stage_rules}"]
+        proc = self._run(*config, "check-ignore", "--no-index", "-z", "--stdin", input=b"".join(p + b"\0" for p in paths),
+                         env=env)
+        if proc.returncode not in (0, 1):
+            raise self._failure("check-ignore", proc.stderr.decode("utf-8", "replace"), "listing the tree")
+        ignored = set(proc.stdout.split(b"\0"))
+        return [p for p in paths if p not in ignored]
+
+    def _pin_rules(self, tree: str) -> None:
+        """Write the ignore rules of ``tree``'s ``.gitignore`` files as ``info/stage-rules`` (always anew)."""
+        if self._rules is None or self._rules[0] != tree:
+            found = {path: entry.sha for path, entry in self.entries(tree).items() if listing.is_gitignore(path)}
+            blobs = self._blobs(list(found.values()))
+            self._rules = (tree, listing.root_rules({p: blobs[sha] for p, sha in found.items()}))
+        tmp = self.stage_rules.with_name("stage-rules.tmp")
+        tmp.unlink(missing_ok=True)
+        with open(tmp, "xb") as f:  # a new file, renamed over: never written through a link a worker left
+            f.write(self._rules[1])
+        os.replace(tmp, self.stage_rules)
 
     def _prime(self) -> None:
         """Before the first checkpoint: store every file's content in ONE pack (``git fast-import``), so
@@ -205,8 +292,9 @@ class Checkpoints:
             if info.st_size <= PRIME_LIMIT:
                 primed.append(path)
         if large:
-            write_atomic(self.large_files, "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20)
-                         + "".join(f"{p}\n" for p in large))
+            self._large = "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20) \
+                + "".join(f"{p}\n" for p in large)
+            write_atomic(self.large_files, self._large)
         try:
             proc = subprocess.Popen(["git", *self._config, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -254,14 +342,15 @@ class Checkpoints:
                 a, d, path = item.split(b"\t", 2)
                 counts[path.decode("utf-8", "surrogateescape")] = (
                     None if a == b"-" else int(a), None if d == b"-" else int(d))
-        return [Change(p, k, *counts.get(p, (0, 0))) for p, k in sorted(kinds.items())]
+        return sorted((Change(listing.to_user(p), k, *counts.get(p, (0, 0))) for p, k in kinds.items()),
+                      key=lambda c: c.path)
 
     def diff(self, before: str, after: str, paths: list[str] | None = None, errors: str = "replace") -> str:
         """The unified diff from ``before`` to ``after`` (binary files named, not shown); ``errors`` decodes
         it (``"surrogateescape"`` keeps a file name that is not UTF-8 as :meth:`changes` names it)."""
         out = self._git("diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", before, after,
-                        "--", *(paths or []))
-        return out.decode("utf-8", errors)
+                        "--", *map(listing.to_tree, paths or []))
+        return _user_names(out.decode("utf-8", errors))
 
     def changed_lines(self, before: str, after: str, paths: list[str] | None = None) -> dict[str, list[tuple[int, int]]]:
         """The lines of ``after`` that differ from ``before``, per changed file: inclusive ``(first, last)`` ranges
@@ -270,8 +359,8 @@ class Checkpoints:
         if before == after:
             return {}
         out = self._git("diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color", "--no-ext-diff", before, after,
-                        "--", *(paths or []))
-        return hunk_ranges(out.decode("utf-8", "surrogateescape"))
+                        "--", *map(listing.to_tree, paths or []))
+        return hunk_ranges(_user_names(out.decode("utf-8", "surrogateescape")))
 
     def entries(self, checkpoint: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
@@ -295,7 +384,7 @@ class Checkpoints:
         self.require(target)
         current = self.snapshot()
         if paths is not None:
-            target = self._mixed(current, target, paths)
+            target = self._mixed(current, target, [listing.to_tree(p) for p in paths])
         if current == target:
             return []
         try:
@@ -338,8 +427,7 @@ class Checkpoints:
             scratch.unlink(missing_ok=True)
             for args, data in ((["update-index", "-z", "--index-info"], "".join(ln + "\0" for ln in lines).encode()),
                                (["write-tree"], None)):
-                proc = subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env, input=data,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
+                proc = self._run(*args, input=data, env=env)
                 if proc.returncode != 0:
                     raise self._failure(args[0], proc.stderr.decode("utf-8", "replace"), "restoring files")
             return proc.stdout.decode().strip()
@@ -389,11 +477,15 @@ class Checkpoints:
                                       hint=f"move {self.git_dir} away; earlier checkpoints are lost")
             size = int(header[2])
             blobs[sha] = out[end + 1:end + 1 + size]
+            if hashlib.sha1(b"blob %d\0" % size + blobs[sha]).hexdigest() != sha:  # rewritten in place
+                raise CheckpointError(f"the checkpoint store {self.git_dir} is damaged (object {sha[:12]} does not "
+                                      "hold what its name says)", hint=f"move {self.git_dir} away; earlier "
+                                      "checkpoints are lost")
             pos = end + 1 + size + 1
         return blobs
 
     def _inside(self, path: str) -> Path:
-        rel = PurePosixPath(path)
+        rel = PurePosixPath(listing.to_user(path))  # the user's repository files are kept under TREE_GIT
         if rel.is_absolute() or ".." in rel.parts:
             raise CheckpointError(f"checkpoint path {path!r} leaves the project", hint="the store is damaged")
         return self.project_dir.joinpath(*rel.parts)
@@ -448,6 +540,15 @@ def hunk_ranges(diff: str) -> dict[str, list[tuple[int, int]]]:
             first, n = int(start), int(count or 1)
             ranges[path].append((first, first + n - 1) if n else (max(first, 1), first + 1))
     return {p: r for p, r in ranges.items() if r}
+
+
+def _user_names(diff: str) -> str:
+    """A diff's file names as changes name them (the user's repository files as ``.git/...``)."""
+    if listing.TREE_GIT not in diff:
+        return diff
+    for side in ("a/", "b/"):
+        diff = diff.replace(f" {side}{listing.TREE_GIT}", f" {side}{listing.USER_GIT}")
+    return diff
 
 
 def _escape_glob(path: str) -> str:

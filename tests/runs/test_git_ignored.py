@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from odin_magic.engine.orchestrator import Engine
+from odin_magic.runs.checkpoint_listing import TREE_GIT
 from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.state import DryOptions
 from odin_magic.runs.store import GITIGNORE_TEXT, RunStore
@@ -101,5 +102,7 @@ def test_checkpoints_still_leave_odin_loop_out(repo):
     tree = Checkpoints(repo).snapshot()
     listed = subprocess.run(["git", "--git-dir", str(repo / ".odin-loop" / "checkpoints.git"), "ls-tree", "-r",
                              "--name-only", tree], capture_output=True, text=True, check=True).stdout
-    assert odin_paths(listed) == [] and "README.md" in listed.splitlines()
+    # the user's .git/ files are kept under TREE_GIT (git refuses a .git path in a tree): not .odin-loop's own
+    assert [p for p in odin_paths(listed) if not p.startswith(TREE_GIT)] == [] and "README.md" in listed.splitlines()
+    assert f"{TREE_GIT}HEAD" in listed.splitlines()
     assert run_id
