@@ -20,6 +20,9 @@ from odin_magic.runs.state import HistoryEntry, RunState
 def select_execution(state: RunState, selector: str | None) -> tuple[int, HistoryEntry]:
     """(N, entry) of the stage execution ``selector`` names; a :class:`UsageError` when there is none."""
     executions = [(n, e) for n, e in enumerate(state.history, start=1) if e.checkpoint]
+    if not executions and state.active and not state.history:  # starting, or its first stage is under way
+        raise UsageError(f"run {state.run_id} is at {state.current_stage}; no stage has finished yet",
+                         hint="a stage's diff is there once its gate has run (`odin status` shows where the run is)")
     if not executions:
         raise UsageError(f"run {state.run_id} has no recorded stage execution with checkpoints",
                          hint="checkpoints are recorded from the first stage a run executes (odin status shows the history)")

@@ -648,3 +648,16 @@ def test_a_done_run_stays_done_when_forked_and_a_revert_on_it_names_the_fork(pro
     assert odin_main(["status", "--project", str(project)]) == 0
     out = capsys.readouterr().out
     assert "ready: nothing drives it now; `odin run` continues it" in out and "▶ running" not in out
+
+
+def test_diff_before_any_stage_finished_says_where_the_run_is(project, write_loop):
+    """Issue 18 item 9: right after a start, no stage has finished: say so, not 'no recorded execution'."""
+    from odin_magic.engine.session import WorkerFailed
+
+    write_loop(LOOP)
+    engine, _ = scripted_engine(project, "stages: {}\n")  # the first stage's worker fails: the run stays at build
+    with pytest.raises(WorkerFailed):
+        engine.start("two", "t")
+    with pytest.raises(UsageError) as info:
+        engine.diff()
+    assert "is at build; no stage has finished yet" in info.value.message
