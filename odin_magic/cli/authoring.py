@@ -1,4 +1,4 @@
-"""``odin new``: author a loop by answering seed 000's seven questions.
+"""``odin new``: author a loop by answering seven questions (those of seed 000's loop authoring).
 
 ``--answers FILE`` answers them non-interactively; otherwise the terminal asks
 each question (``--describe TEXT`` first asks a configured model to propose
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "new",
         help="author a new loop by answering seven questions",
-        description="Author a loop by answering seed 000's seven questions (kind of work, stages, gates, "
+        description="Author a loop by answering seven questions (kind of work, stages, gates, "
         "on_fail, max_iterations, roles, deep interview). Writes .odin-loop/loops/NAME.yaml once it validates.",
     )
     add_command(p, authoring_args.NEW, handler=cmd_new)
@@ -69,7 +69,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def register_refine(subparsers) -> None:
     p = subparsers.add_parser(
         "refine",
-        help="Muninn: learn from past runs and propose loop edits (apply ID / reject ID / list)",
+        help="learn from past runs and propose loop edits (apply ID / reject ID / list)",
         description="Aggregate every run of LOOP (default: every loop with runs) from the event logs, and save "
         "rule-based proposals as .odin-loop/refinements/<loop>-<n>.yaml. `odin refine apply ID` applies one "
         "(bumps the loop's version, keeps the previous one in .odin-loop/loops/.history/); `odin refine reject ID` "

@@ -38,7 +38,7 @@ LATER_DESCRIPTIONS = {
     "show": "Draw a loop: stages in order, on_fail back-edges, gate modes and roles.",
     "new": "Author a loop by answering seven questions: a form with a live YAML preview and the loop's "
            "picture (prompts in a terminal IPython).",
-    "refine": "Muninn: aggregate past runs and propose loop edits (a panel with Apply and Reject each); "
+    "refine": "Learn from past runs (Muninn, odin's memory of them): aggregate them and propose loop edits (a panel with Apply and Reject each); "
               "`refine apply ID` / `refine reject ID` decide one.",
     "memory": "Show the project memory (decisions, lessons); `memory remove ID`, `memory clear --force`.",
     "diff": "Show what a stage execution changed (default: the latest; at a pause, the paused stage's), "
