@@ -54,6 +54,7 @@ QUESTIONS: tuple[Question, ...] = (
              "auto_assist (default true)."),
 )
 QUESTION_BY_KEY = {q.key: q for q in QUESTIONS}
+DEFAULT_MAX_ITERATIONS = 5  # what the prompts and the form offer, and what an answers file without it gets
 
 
 # -- the answers ------------------------------------------------------------------------------
@@ -113,7 +114,9 @@ class Answers(_Strict):
     stages: list[StageAnswer] = Field(min_length=1, description="Question 2: the stages in order, each id and goal.")
     gates: list[GateAnswer] = Field(default_factory=list, description="Question 3: one gate per stage.")
     on_fail: list[LoopbackAnswer] = Field(default_factory=list, description="Question 4: loopbacks on gate failure.")
-    max_iterations: int = Field(ge=1, description="Question 5: the global cap on loopbacks in one run.")
+    max_iterations: int = Field(default=DEFAULT_MAX_ITERATIONS, ge=1,
+                                description="Question 5: the global cap on loopbacks in one run (default 5, as the "
+                                "prompts offer).")
     roles: list[RoleAnswer] = Field(default_factory=list, description="Question 6: roles (default: inferred).")
     interview: InterviewAnswer = Field(default_factory=InterviewAnswer,
                                        description="Question 7: whether the loop opens with a deep interview.")
@@ -199,32 +202,52 @@ def _question_for_loc(loc: tuple) -> Question:
 
 
 def parse_answers(data: Any, source: str = "answers", doc: YamlDocument | None = None) -> Answers:
-    """Validate answers given as data; every problem names its question (and file position)."""
+    """Validate answers given as data; every problem of the file at once, each naming its question (and file
+    position)."""
     if not isinstance(data, dict):
         raise AnswersInvalid([Problem(QUESTIONS[0], "the answers must be a mapping of the seven questions' keys "
                                       f"({', '.join(q.key for q in QUESTIONS)})", 1, 1, source)])
-    problems = []
-    missing = [q for q in QUESTIONS if q.key in ("kind", "stages", "max_iterations") and q.key not in data]
-    for q in missing:
-        problems.append(Problem(q, f"no answer: add `{q.key}:` ({q.text})", 1, 1, source))
-    if not missing:
-        try:
-            answers = Answers.model_validate(data)
-        except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                loc = tuple(err["loc"])
-                line, column = doc.position(_as_written(data, loc)) if doc is not None else (None, None)
-                field = ".".join(str(p) for p in loc)
-                if err["type"] == "extra_forbidden" and len(loc) == 1:
-                    message = f"unknown key {loc[0]!r}: the answers' keys are {', '.join(q.key for q in QUESTIONS)}"
-                else:
-                    message = f"{field}: {err['msg']}"
-                problems.append(Problem(_question_for_loc(loc), message, line, column, source))
-        else:
-            problems += _cross_check(answers, source)
-            if not problems:
-                return answers
-    raise AnswersInvalid(problems)
+    try:
+        answers = Answers.model_validate(data)
+    except ValidationError as exc:
+        problems = [_problem(err, data, source, doc) for err in exc.errors(include_url=False)]
+        partial = _valid_part(data, {str(err["loc"][0]) for err in exc.errors() if err["loc"]})
+        problems += _cross_check(partial, source) if partial is not None else []
+        raise AnswersInvalid(problems) from None
+    problems = _cross_check(answers, source)
+    if problems:
+        raise AnswersInvalid(problems)
+    return answers
+
+
+def _problem(err: dict, data: dict, source: str, doc: YamlDocument | None) -> Problem:
+    """One validation error as a problem, worded as the loop validator words it."""
+    loc = tuple(err["loc"])
+    line, column = doc.position(_as_written(data, loc)) if doc is not None else (None, None)
+    field = ".".join(str(p) for p in loc)
+    question = _question_for_loc(loc)
+    if err["type"] == "missing" and len(loc) == 1:
+        return Problem(question, f"no answer: add `{loc[0]}:` ({question.text})", 1, 1, source)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        message = f"unknown key {loc[0]!r}: the answers' keys are {', '.join(q.key for q in QUESTIONS)}"
+    elif err["type"] == "string_too_short":
+        message = f"{field}: must not be empty -- fix: write a value"
+    else:
+        message = f"{field}: {err['msg']}"
+    return Problem(question, message, line, column, source)
+
+
+def _valid_part(data: dict, bad: set[str]) -> Answers | None:
+    """The answers without their invalid questions (a stand-in for a required one), to cross-check the rest;
+    None when the stages themselves are not valid (nothing to check against)."""
+    if "stages" in bad:
+        return None
+    rest = {k: v for k, v in data.items() if k not in bad and k in Answers.model_fields}
+    rest.setdefault("kind", "general")
+    try:
+        return Answers.model_validate(rest)
+    except ValidationError:
+        return None
 
 
 def _as_written(data: dict, loc: tuple) -> tuple:

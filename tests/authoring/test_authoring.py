@@ -92,7 +92,7 @@ def test_new_never_overwrites_without_force(project, capsys):
 
 
 @pytest.mark.parametrize("edit, question, where", [
-    (lambda t: t.replace("max_iterations: 4\n", ""), "question 5 (max_iterations)", "no answer"),
+    (lambda t: t.replace("stages:", "steps:"), "question 2 (stages)", "no answer"),
     (lambda t: t.replace("mode: ai+human", "mode: maybe"), "question 3 (gates)", "answers.yaml:9:"),
     (lambda t: t.replace("review: draft", "review: drfat"), "question 4 (on_fail)", "'drfat'"),
     (lambda t: t.replace("  critique: {check", "  critic: {check"), "question 3 (gates)", "no gate"),
@@ -106,6 +106,23 @@ def test_a_missing_or_wrong_answer_names_its_question(project, capsys, edit, que
     assert question in err and where in err
     assert "Traceback" not in err
     assert not (project / ".odin-loop" / "loops" / "docs.yaml").exists()
+
+
+def test_every_problem_of_an_answers_file_is_told_at_once_and_max_iterations_defaults_as_the_prompts_do(
+        project, capsys):
+    """Issue 18 item 8: a missing answer no longer hides a typo elsewhere; max_iterations defaults to 5 (the
+    prompts' default); an empty check is worded as the loop validator words it."""
+    text = ANSWERS.replace("max_iterations: 4\n", "").replace("review: draft", "review: drfat")
+    text = text.replace("kind: documentation", "kind: ''")
+    answers = write_answers(project, text)
+    code, _, err = run(capsys, "new", "docs", "--answers", str(answers), "--project", str(project))
+    assert code == 1
+    assert "'drfat'" in err and "kind: must not be empty" in err  # both, in one go
+    assert "max_iterations" not in err and "String should have" not in err
+    answers = write_answers(project, ANSWERS.replace("max_iterations: 4\n", ""))
+    code, _, err = run(capsys, "new", "docs", "--answers", str(answers), "--project", str(project))
+    assert code == 0, err
+    assert "max_iterations: 5" in (project / ".odin-loop" / "loops" / "docs.yaml").read_text()
 
 
 def test_the_validator_drives_the_re_ask(project):
