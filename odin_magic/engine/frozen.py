@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from odin_magic.loop.globs import matches
 from odin_magic.loop.schema import Stage
+from odin_magic.engine.rewind import NOT_COPIED
+from odin_magic.render.run_report import REPORT_MD, REPORT_NB
 from odin_magic.runs import freezes
 from odin_magic.runs.records import RecordType
 from odin_magic.runs.state import RunState
@@ -25,8 +27,12 @@ from odin_magic.runs.state import RunState
 SHOWN = 20  # tampered paths named in a gate's reason
 
 
+#: what the engine itself writes in the run dir, whatever a stage's produces says: never frozen
+ENGINE_FILES = (REPORT_MD, REPORT_NB, "thread.json", *sorted(NOT_COPIED))
+
+
 def roots(engine, s) -> freezes.Roots:
-    return freezes.Roots(engine.project_dir, s.handle.run_dir)
+    return freezes.Roots(engine.project_dir, s.handle.run_dir, ENGINE_FILES)
 
 
 def produced_by(stage: Stage):

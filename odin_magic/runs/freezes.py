@@ -42,9 +42,13 @@ class Roots:
 
     project_dir: Path
     run_dir: Path
+    engine_files: tuple[str, ...] = ()  # run-dir globs the engine itself writes (its report): never frozen
 
     def base(self, key: str) -> Path:
         return self.run_dir if in_run_dir(key) else self.project_dir
+
+    def engine_owned(self, key: str) -> bool:
+        return cache(key) or (in_run_dir(key) and matches(self.engine_files, key))
 
     def path(self, key: str) -> Path:
         return self.base(key).joinpath(*PurePosixPath(key.rstrip("/")).parts)
@@ -103,7 +107,7 @@ def files_under(roots: Roots, mark: str) -> list[str]:
         prefix = "" if rel == "." else rel + "/"
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             key = prefix + name
-            if _encodable(key) and matches([mark], key) and not cache(key):
+            if _encodable(key) and matches([mark], key) and not roots.engine_owned(key):
                 keys.append(key)
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))
                    and not cache(prefix + d + "/") and prefix + d not in ENGINE_OWNED]
@@ -134,7 +138,7 @@ def scan(entries: list[str], roots: Roots) -> dict[str, FileNow | None]:
             for key in files_under(roots, mark):
                 if (now := read_now(roots.path(key))) is not None:
                     out[key] = now
-        elif not cache(entry) and (now := read_now(roots.path(entry))) is not None:
+        elif not roots.engine_owned(entry) and (now := read_now(roots.path(entry))) is not None:
             out[entry] = now
     return out
 
@@ -170,12 +174,25 @@ def tampered(frozen: dict[str, Frozen], roots: Roots, exempt) -> list[Tamper]:
         if f.sha256 is None:
             out += [Tamper(k, "added", f) for k in files_under(roots, key) if k not in frozen and not exempt(k)]
             continue
+        if through_link(roots, key):
+            out.append(Tamper(key, "modified", f))
+            continue
         now = read_now(roots.path(key))
         if now is None:
             out.append(Tamper(key, "deleted", f))
         elif (now.sha256, now.mode) != (f.sha256, f.mode):
             out.append(Tamper(key, "modified", f))
     return out
+
+
+def through_link(roots: Roots, key: str) -> bool:
+    """Whether a folder on the way to ``key`` is a symbolic link (its file is then not the frozen one)."""
+    folder = roots.base(key)
+    for part in PurePosixPath(key).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            return True
+    return False
 
 
 def put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:

@@ -99,13 +99,13 @@ def test_a_later_stage_that_edits_a_frozen_artifact_fails_and_the_file_is_restor
 def test_the_restore_never_writes_through_a_link_the_worker_planted(project, write_loop, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "test_x.py").write_bytes(b"theirs\n")
     write_loop(loop("[harness/]", consumes="[]"))  # a consumed folder behind a link stops the run: not this case
-    engine, _ = scripted_engine(project, script(
-        "{run_dir}/harness/test_x.py", f'cd "$ODIN_RUN_DIR" && mv harness harness.old && ln -s {outside} harness'))
+    engine, _ = scripted_engine(project, script(  # the same bytes, but behind a link to a folder outside
+        "{run_dir}/harness/test_x.py",
+        f'cd "$ODIN_RUN_DIR" && cp harness/test_x.py {outside}/ && mv harness harness.old && ln -s {outside} harness'))
     state = engine.start("frozen", "t")
     run_dir = engine.run_dir(state.run_id)
-    assert (outside / "test_x.py").read_bytes() == b"theirs\n"  # nothing written through the link
+    assert sorted(p.name for p in outside.iterdir()) == ["test_x.py"]  # nothing written through the link
     assert not (run_dir / "harness").is_symlink() and (run_dir / "harness" / "test_x.py").read_bytes() == first_harness()
     assert state.history[1].result == "fail"
     assert "implement changed harness/test_x.py, frozen since harness: restored" == state.history[1].reason
