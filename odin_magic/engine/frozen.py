@@ -69,18 +69,18 @@ def check(engine, s, stage: Stage) -> tuple[str, list[str]] | None:
     if not bad:
         return None
     blobs = freezes.BlobStore(where.run_dir)
-    lost = [t.path for t in bad if not freezes.put_back(t, where, blobs)]
+    lost = [t.shown for t in bad if not freezes.put_back(t, where, blobs)]
     by_stage: dict[str, list[freezes.Tamper]] = {}
     for t in bad[:SHOWN]:
         by_stage.setdefault(t.frozen.stage, []).append(t)
     told = "; ".join(
-        ", ".join(t.path if t.kind == "modified" else f"{t.path} ({t.kind})" for t in ts) + f", frozen since {froze}"
+        ", ".join(t.shown if t.kind == "modified" else f"{t.shown} ({t.kind})" for t in ts) + f", frozen since {froze}"
         for froze, ts in by_stage.items())
     more = f" and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
     reason = f"{stage.id} changed {told}{more}: restored"
     if lost:
-        reason += f" (except {', '.join(lost[:SHOWN])}: its saved copy is missing or damaged)"
-    return reason, [t.path for t in bad if t.path not in lost]
+        reason += f" (except {', '.join(lost[:SHOWN])}: not restored: its saved copy is missing or damaged, or it could not be written)"
+    return reason, [t.shown for t in bad if t.shown not in lost]
 
 
 def unfrozen(state: RunState, passed: bool, changes: dict) -> list[str]:

@@ -71,6 +71,11 @@ class Tamper:
     kind: str
     frozen: Frozen  # the freeze it broke (for an added file: its folder's or glob's)
 
+    @property
+    def shown(self) -> str:
+        """The path as text any record can hold (a name that is not UTF-8 gets escapes)."""
+        return self.path.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 def cache(key: str) -> bool:
     return matches(CACHES, key)
@@ -107,7 +112,7 @@ def files_under(roots: Roots, mark: str) -> list[str]:
         prefix = "" if rel == "." else rel + "/"
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             key = prefix + name
-            if _encodable(key) and matches([mark], key) and not roots.engine_owned(key):
+            if matches([mark], key) and not roots.engine_owned(key):
                 keys.append(key)
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))
                    and not cache(prefix + d + "/") and prefix + d not in ENGINE_OWNED]
@@ -136,7 +141,7 @@ def scan(entries: list[str], roots: Roots) -> dict[str, FileNow | None]:
             mark = entry if entry.endswith("/") or any(c in entry for c in _WILD) else entry + "/"
             out[mark] = None
             for key in files_under(roots, mark):
-                if (now := read_now(roots.path(key))) is not None:
+                if _encodable(key) and (now := read_now(roots.path(key))) is not None:
                     out[key] = now
         elif not roots.engine_owned(entry) and (now := read_now(roots.path(entry))) is not None:
             out[entry] = now
@@ -197,7 +202,15 @@ def through_link(roots: Roots, key: str) -> bool:
 
 def put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
     """Restore one tampered path as it was frozen (an added file is removed); False when its saved copy is
-    missing or damaged. Every folder on the way is made a real folder again (a link a worker put there is
+    missing or damaged, or the file system refused (see :func:`_put_back`)."""
+    try:
+        return _put_back(t, roots, blobs)
+    except OSError:
+        return False
+
+
+def _put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
+    """Every folder on the way is made a real folder again (a link a worker put there is
     removed, never followed) and the file is replaced by a new one (:func:`write_atomic_bytes`)."""
     data = None
     if t.kind != "added":
@@ -213,14 +226,16 @@ def put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
         folder.mkdir(exist_ok=True)
     target = folder / parts[-1]
     if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.is_symlink() or target.exists():
-        target.unlink()
-    if data is None:
-        return True
-    if t.frozen.mode == "l":
-        os.symlink(os.fsdecode(data), target)
-    else:
+        shutil.rmtree(target)  # never follows a link inside it
+    if data is None:  # an added file: removed
+        if target.is_symlink() or target.exists():
+            target.unlink()
+    elif t.frozen.mode == "l":
+        tmp = folder / f".{parts[-1]}.odin-frozen.tmp"
+        tmp.unlink(missing_ok=True)
+        os.symlink(os.fsdecode(data), tmp)
+        os.replace(tmp, target)
+    else:  # a new file replaces whatever is there (a link included) in one step
         write_atomic_bytes(target, data, mode=(0o777 if t.frozen.mode == "x" else 0o666) & ~_umask())
     return True
 
