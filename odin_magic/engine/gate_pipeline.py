@@ -229,6 +229,6 @@ def check_done(gate: StageGate, outcome_changed: bool) -> completion.CompletionR
     return report
 
 
-#: The checks of a stage execution's gate, in order (the first three decide or stop; see the module docstring).
+#: The checks of a stage execution's gate, in order (the first four decide or stop; see the module docstring).
 CHECKS: tuple[gates.Check, ...] = (check_frozen, check_scope, gates.check_produces, gates.check_commands, check_judge,
                                    check_mutation, check_completion)
