@@ -45,6 +45,26 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> int:
     return written
 
 
+def write_atomic_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` all at once, as :func:`write_atomic` does, byte for byte (no redaction:
+    for a copy of a file that is already on disk, such as a frozen artifact put back). ``path`` itself is
+    replaced, never written through: a symbolic link there is replaced by the new file (its parent folder
+    must be a real one: the caller checks). ``mode``: the file's permission bits (else ``path``'s, or the
+    umask's)."""
+    fd, tmp = _create_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _create_temp(path: Path) -> tuple[int, str]:
     """An exclusive new temp file beside ``path``, with ``path``'s mode or the umask's."""
     try:

@@ -1,7 +1,8 @@
 """The gate pipeline of a stage execution: one :class:`~odin_magic.engine.gates.GateOutcome`, built once by
 checks run in order, each adding its part to the shared :class:`~odin_magic.engine.gates.GateParts`:
 
-scope (changes outside the stage's scope are reverted and fail the gate) → produces → commands → the
+frozen (a frozen artifact the stage changed is restored and fails the gate) → scope (changes outside the
+stage's scope are reverted and fail the gate) → produces → commands → the
 judge (:mod:`odin_magic.engine.gates`) → mutation (a passing gate's commands must fail on mutants) →
 completion (the last stage: the checks before done).
 
@@ -15,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from odin_magic.engine import completion, gates, judging, mutation, scope
+from odin_magic.engine import completion, frozen, gates, judging, mutation, scope
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
 from odin_magic.loop.schema import Stage
@@ -117,6 +118,18 @@ def check_scope(gate: StageGate, parts: gates.GateParts) -> bool:
     return parts.fail(scope.violation_reason(rule, bad))
 
 
+def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:
+    """Frozen artifacts (see frozen) the stage changed are put back and fail the gate; its out-of-scope
+    changes are reverted too."""
+    broken = frozen.check(gate.engine, gate.session, gate.stage)
+    if broken is None:
+        return True
+    reason, restored = broken
+    scoped = check_scope(gate, parts)
+    parts.reverted = [*restored, *parts.reverted]
+    return parts.fail(reason if scoped else f"{reason}; {parts.reason}")
+
+
 def check_judge(gate: StageGate, parts: gates.GateParts) -> bool:
     """The gate's judge (:func:`odin_magic.engine.gates.check_judge`); its verdict told, its usage counted."""
     s, stage, engine = gate.session, gate.stage, gate.engine
@@ -216,6 +229,6 @@ def check_done(gate: StageGate, outcome_changed: bool) -> completion.CompletionR
     return report
 
 
-#: The checks of a stage execution's gate, in order (the first three decide or stop; see the module docstring).
-CHECKS: tuple[gates.Check, ...] = (check_scope, gates.check_produces, gates.check_commands, check_judge,
+#: The checks of a stage execution's gate, in order (the first four decide or stop; see the module docstring).
+CHECKS: tuple[gates.Check, ...] = (check_frozen, check_scope, gates.check_produces, gates.check_commands, check_judge,
                                    check_mutation, check_completion)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from odin_magic.engine import completion, gates, judging, pauses, routing, scope
+from odin_magic.engine import completion, frozen, gates, judging, pauses, routing, scope
 from odin_magic.engine.requirements import done_text, never_ran
 from odin_magic.engine.session import Session, history_entry
 from odin_magic.loop.schema import Stage
@@ -61,8 +61,9 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
     else:
         changes.update(_fail_changes(engine, s, rec, entry))
     concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
+    unfrozen = frozen.unfrozen(s.state, passed, changes)  # a loopback to a stage unfreezes its artifacts
     engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes, evidence_sha256=rec.evidence.sha256,
-                   **({"concerns": concerns} if concerns else {}))
+                   **({"concerns": concerns} if concerns else {}), **({"unfrozen": unfrozen} if unfrozen else {}))
     _tell(engine, s, rec, entry)
 
 

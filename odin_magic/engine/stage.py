@@ -5,7 +5,7 @@ record (:mod:`odin_magic.engine.gate_record`)."""
 from __future__ import annotations
 
 from odin_magic.core.confine import Confinement, PathEscapes
-from odin_magic.engine import gate_pipeline, gate_record, reporting_stage as reporting
+from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
@@ -82,6 +82,8 @@ def _record(engine, s: Session, gate: gate_pipeline.StageGate, outcome, done_che
         for entry, p in produces.items() if p.exists()
     }
     not_done = done_check is not None and not done_check.passed
+    if outcome.passed:
+        frozen.freeze(engine, s, stage, number)
     gate_record.record_gate(engine, s, gate_record.GateRecord(
         stage, outcome, evidence, at, produced=produced, stepping=gate.stepping, ckpt=gate.ckpt,
         hold_at=done_check.code_stage if not_done and not done_check.environment else stage.id if not_done else None))

@@ -6,7 +6,8 @@ state.json is a cache of this fold (see :mod:`odin_magic.runs.store`). A record'
 run's usage, ``entry`` and ``entries`` append history entries, ``interview`` replaces the interview
 summary and ``concerns`` are appended; a ``reverted`` record appends a
 :class:`~odin_magic.runs.state.Revert` to ``reverts`` (with its reason, or the one :func:`revert_reason`
-gives the records of versions that wrote none). The fold reads the record's JSON object as written (a
+gives the records of versions that wrote none); ``frozen`` records, ``unfrozen`` lists and reverts keep
+``frozen`` (:func:`freezes`). The fold reads the record's JSON object as written (a
 :class:`~odin_magic.runs.records.Record` or a plain dict), whatever its type: a record of a later
 version folds as far as this version knows its fields.
 """
@@ -21,7 +22,8 @@ from pydantic import ValidationError
 from odin_magic.runs.errors import RunCorrupt
 from odin_magic.runs.records import SETTABLE
 from odin_magic.runs.state import (
-    Blocked, Concern, DryOptions, HistoryEntry, InterviewSummary, PendingCheckpoint, Revert, RunState, Streak, Usage
+    Blocked, Concern, DryOptions, Frozen, HistoryEntry, InterviewSummary, PendingCheckpoint, Revert, RunState, Streak,
+    Usage,
 )
 
 #: settable fields that hold a model (validated as they are folded in; None clears them)
@@ -92,8 +94,26 @@ def _apply(state: RunState | None, record: Mapping[str, Any]) -> RunState:
         state.concerns.append(Concern.model_validate(concern))
     if kind == "reverted":  # the records of earlier versions carry no reason: revert_of gives one
         state.reverts = [*(state.reverts or ()), revert_of(record, len(state.history))]
+    if state.frozen is not None or kind == "frozen":
+        state.frozen = freezes(state.frozen or {}, kind, record) or None
     state.log_seq = record["seq"]
     return state
+
+
+def freezes(frozen: dict[str, Frozen], kind: str, record: Mapping[str, Any]) -> dict[str, Frozen]:
+    """The frozen artifacts after ``record``: a ``frozen`` record replaces its stage's freezes; a stage a
+    record names in ``unfrozen`` (a loopback to it) has none; a ``reverted`` record drops the freezes made
+    at or after the execution it goes back to."""
+    if kind == "frozen":
+        stage, point = record["stage"], record["point"]
+        frozen = {p: f for p, f in frozen.items() if f.stage != stage}
+        for path, data in (record.get("files") or {}).items():
+            frozen[path] = Frozen(stage=stage, point=point, **data)
+    for stage in record.get("unfrozen") or ():
+        frozen = {p: f for p, f in frozen.items() if f.stage != stage}
+    if kind == "reverted" and record.get("execution"):
+        frozen = {p: f for p, f in frozen.items() if f.point < record["execution"]}
+    return frozen
 
 
 def revert_reason(stage: str, execution: int | str) -> str:

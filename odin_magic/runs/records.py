@@ -61,6 +61,7 @@ class RecordType(str, Enum):
     REVERTED = "reverted"  # the tree went back to a checkpoint
     FORKED = "forked"  # the first records of a fork: the inherited history
     FORK_UNDONE = "fork_undone"  # a failed fork gave its source run back its fields
+    FROZEN = "frozen"  # a passing gate froze its stage's produces (written just before that gate record)
 
     def __str__(self) -> str:
         return self.value
@@ -341,6 +342,23 @@ class ForkUndone(Record):
     __slots__ = ()
 
 
+class FrozenRecord(Record):
+    """A passing gate froze its stage's produces: ``files`` maps each artifact path to ``{"sha256", "mode"}``
+    (a folder or glob under which no file may appear: ``{}``); the stage's earlier freezes are replaced.
+    A gate record whose loopback goes to a stage holding freezes names it in ``unfrozen``; a ``reverted``
+    record unfreezes what was frozen at or after the execution it goes back to (:mod:`odin_magic.runs.fold`)."""
+
+    __slots__ = ()
+
+    @property
+    def point(self) -> int:
+        return self["point"]
+
+    @property
+    def files(self) -> dict[str, dict[str, str]]:
+        return self.get("files") or {}
+
+
 #: the class of each known record type
 RECORD_CLASSES: dict[RecordType, type[Record]] = {
     RecordType.CREATED: Created, RecordType.GATE: Gate, RecordType.APPROVED: Approved,
@@ -349,6 +367,7 @@ RECORD_CLASSES: dict[RecordType, type[Record]] = {
     RecordType.INTERVIEW: InterviewRecord, RecordType.AWAITING_ANSWER: AwaitingAnswer, RecordType.NOTICE: Notice,
     RecordType.CHECKPOINT: CheckpointRecord, RecordType.BLOCKED: BlockedRecord, RecordType.UNBLOCKED: Unblocked,
     RecordType.REVERTED: Reverted, RecordType.FORKED: Forked, RecordType.FORK_UNDONE: ForkUndone,
+    RecordType.FROZEN: FrozenRecord,
 }
 _TYPES: dict[str, RecordType] = {t.value: t for t in RecordType}
 _CLASSES: dict[str, type[Record]] = {t.value: cls for t, cls in RECORD_CLASSES.items()}

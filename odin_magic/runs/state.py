@@ -114,6 +114,17 @@ class Concern(_State):
     text: str
 
 
+class Frozen(_State):
+    """A file a passed gate froze (``RunState.frozen``, keyed by its artifact path: ``harness/test_x.py``
+    in the run dir, ``src/a.py`` in the project, by the placement rule of :mod:`odin_magic.loop.artifacts`),
+    or a folder or glob under which no file may appear (``sha256`` None). See docs/scope.md."""
+
+    stage: str  # the stage whose gate froze it
+    point: int  # the history entry of that gate (a revert to before it unfreezes)
+    sha256: str | None = None  # the file's content (a link's: its target); None for a folder or glob
+    mode: str | None = None  # "x" an executable file, "l" a symbolic link; None a plain file
+
+
 class Revert(_State):
     """A revert of the run (``RunState.reverts``): when, where in the history, and why (folded from a
     ``reverted`` record; see :func:`odin_magic.runs.fold.revert_of`)."""
@@ -216,6 +227,7 @@ class RunState(_State):
     concerns: list[Concern] = Field(default_factory=list)  # judges' concerns on passes, oldest first
     repeats: Streak | None = None  # the current streak of identical failures (odin_magic.engine.routing)
     reverts: list[Revert] | None = None  # the run's reverts, oldest first (None, left out of state.json: none)
+    frozen: dict[str, Frozen] | None = None  # artifacts later stages may not change (odin_magic.engine.frozen)
     log_seq: int = 0  # sequence number of the last event-log record folded in
 
     @property

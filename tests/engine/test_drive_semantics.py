@@ -94,7 +94,8 @@ def test_a_step_reopens_the_latest_run_when_it_failed(project, write_loop):
     log = [json.loads(line) for line in
            (project / ".odin-loop" / "runs" / failed.run_id / "events.jsonl").read_text().splitlines()]
     kinds = [r["type"] for r in log]
-    assert kinds[-4:-1] == ["reopened", "step", "checkpoint"]  # the step's stage execution records its checkpoint
+    # the step's stage execution records its checkpoint; its gate passed, so its produces were frozen first
+    assert kinds[-5:] == ["reopened", "step", "checkpoint", "frozen", "gate"]
     assert log[kinds.index("reopened")]["was"].startswith("total_iterations 6")
     assert engine.run().status == "done"  # the failed stage redone, the run finishes without starting over
 

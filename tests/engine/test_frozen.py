@@ -1,0 +1,171 @@
+"""Frozen artifacts (issue 20, part 2): what a passed gate froze, a later stage cannot change.
+
+The REAL engine, Claude worker (its agent toolset, bash included) and SDK against the offline scripted
+Messages API; real files in a temporary project.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from odin_magic.runs import evidence as gate_evidence
+
+from support.scripted_runs import scripted_engine
+
+TEST_X = "def test_x():\n    assert 1 + 1 == 2\n"
+
+
+def loop(harness_produces: str, implement_produces: str = "[src/]", implement_gate: str = "",
+         consumes: str | None = None) -> str:
+    return f"""
+    name: frozen
+    max_iterations: 6
+    max_repeats: 6
+    stages:
+      - id: harness
+        agent: executor
+        produces: {harness_produces}
+        gate: {{mode: ai, check: the harness exists}}
+      - id: implement
+        agent: executor
+        consumes: {harness_produces if consumes is None else consumes}
+        produces: {implement_produces}
+        gate: {{mode: ai, check: the code exists{implement_gate}}}
+    """
+
+
+def script(harness_path: str, implement_first: str, harness_attempts: int = 1, verdicts: str = "") -> str:
+    """The harness stage writes the test; implement's first attempt runs ``implement_first`` in bash, its
+    second writes only its code."""
+    harness = "".join(f"""
+      - turns:
+          - tools: [{{write: {{file_path: "{harness_path}", content: {json.dumps(TEST_X.replace("2", str(n + 2)))}}}}}]
+          - text: harness v{n + 1}
+""" for n in range(harness_attempts))
+    return textwrap.dedent(f"""\
+stages:
+  harness:
+    attempts:{harness}
+  implement:
+    attempts:
+      - turns:
+          - tools:
+              - write: {{file_path: src/app.py, content: "def f():\\n    return 1\\n"}}
+              - bash: {{command: {json.dumps(implement_first)}}}
+          - text: implemented
+      - turns:
+          - tools: [{{write: {{file_path: src/app.py, content: "def f():\\n    return 2\\n"}}}}]
+          - text: implemented again
+""") + verdicts + "default_verdict: {status: DONE, passed: true}\n"
+
+
+def first_harness(n: int = 0) -> bytes:
+    return TEST_X.replace("2", str(n + 2)).encode()
+
+
+def records(engine, state) -> list[dict]:
+    log = engine.run_dir(state.run_id) / "events.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("entry, path, edit", [
+    ("harness/test_x.py", "{run_dir}/harness/test_x.py", 'echo "def test_y(): pass" >> "$ODIN_RUN_DIR/harness/test_x.py"'),
+    ("tests/test_x.py", "tests/test_x.py", 'echo "def test_y(): pass" >> tests/test_x.py'),
+])
+def test_a_later_stage_that_edits_a_frozen_artifact_fails_and_the_file_is_restored(project, write_loop, entry, path,
+                                                                                    edit):
+    write_loop(loop(f"[{entry}]"))
+    engine, _ = scripted_engine(project, script(path, edit))
+    state = engine.start("frozen", "t")
+    run_dir = engine.run_dir(state.run_id)
+    target = (run_dir if entry.startswith("harness") else project) / entry
+    assert target.read_bytes() == first_harness()  # restored byte for byte
+    results = [(e.stage, e.result) for e in state.history]
+    assert results == [("harness", "pass"), ("implement", "fail"), ("implement", "pass")]
+    failed = state.history[1]
+    assert failed.reason == f"implement changed {entry}, frozen since harness: restored"
+    assert failed.failure == "recoverable"
+    ev = gate_evidence.read(run_dir, failed.evidence)
+    assert ev["reverted"] == [entry] and ev["judged"] is False
+    # the freeze is a record of the event log (hash and point), folded into the state
+    frozen = [r for r in records(engine, state) if r["type"] == "frozen"]
+    assert [(r["stage"], r["point"], list(r["files"])) for r in frozen] == [("harness", 1, [entry]), ("implement", 3, ["src/", "src/app.py"])]
+    assert state.frozen[entry].stage == "harness" and state.status == "done"
+
+
+def test_the_restore_never_writes_through_a_link_the_worker_planted(project, write_loop, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write_loop(loop("[harness/]", consumes="[]"))  # a consumed folder behind a link stops the run: not this case
+    engine, _ = scripted_engine(project, script(  # the same bytes, but behind a link to a folder outside
+        "{run_dir}/harness/test_x.py",
+        f'cd "$ODIN_RUN_DIR" && cp harness/test_x.py {outside}/ && mv harness harness.old && ln -s {outside} harness'))
+    state = engine.start("frozen", "t")
+    run_dir = engine.run_dir(state.run_id)
+    assert sorted(p.name for p in outside.iterdir()) == ["test_x.py"]  # nothing written through the link
+    assert not (run_dir / "harness").is_symlink() and (run_dir / "harness" / "test_x.py").read_bytes() == first_harness()
+    assert state.history[1].result == "fail"
+    assert "implement changed harness/test_x.py, frozen since harness: restored" == state.history[1].reason
+
+    (outside / "test_x.py").unlink()
+    engine, _ = scripted_engine(project, script(
+        "{run_dir}/harness/test_x.py", f'ln -sf {outside / "test_x.py"} "$ODIN_RUN_DIR/harness/test_x.py"'))
+    state = engine.start("frozen", "t2")
+    run_dir = engine.run_dir(state.run_id)
+    assert not (outside / "test_x.py").exists()  # a dangling link: not followed either
+    restored = run_dir / "harness" / "test_x.py"
+    assert not restored.is_symlink() and restored.read_bytes() == first_harness()
+
+
+def test_a_stage_that_produces_the_artifact_itself_may_change_it(project, write_loop):
+    write_loop(loop("[harness/]", implement_produces="[src/, harness/]"))
+    engine, _ = scripted_engine(project, script(
+        "{run_dir}/harness/test_x.py", 'echo "def test_y(): pass" >> "$ODIN_RUN_DIR/harness/test_x.py"'))
+    state = engine.start("frozen", "t")
+    assert [(e.stage, e.result) for e in state.history] == [("harness", "pass"), ("implement", "pass")]
+    changed = engine.run_dir(state.run_id) / "harness" / "test_x.py"
+    assert changed.read_bytes() == first_harness() + b"def test_y(): pass\n"
+    assert state.frozen["harness/test_x.py"].stage == "implement"  # its pass froze it anew
+
+
+def test_after_a_loopback_to_the_producing_stage_it_changes_the_artifact_again(project, write_loop):
+    write_loop(loop("[harness/test_x.py]", implement_gate=", on_fail: harness"))
+    verdicts = ("judge:\n  implement:\n    - {status: DONE, passed: false, reasons: [the harness is wrong], blocking: [fix it]}\n"
+                "    - {status: DONE, passed: true}\n")
+    engine, _ = scripted_engine(project, script("{run_dir}/harness/test_x.py", "true", harness_attempts=2,
+                                                verdicts=verdicts))
+    state = engine.start("frozen", "t")
+    assert [(e.stage, e.result) for e in state.history] == [
+        ("harness", "pass"), ("implement", "fail"), ("harness", "pass"), ("implement", "pass")]
+    assert (engine.run_dir(state.run_id) / "harness" / "test_x.py").read_bytes() == first_harness(1)  # v2 kept
+    loopback = next(r for r in records(engine, state) if r["type"] == "gate" and r["entry"]["result"] == "fail")
+    assert loopback["unfrozen"] == ["harness"]
+    assert state.frozen["harness/test_x.py"].point == 3
+
+
+def test_deleted_and_added_files_under_a_frozen_folder_are_put_back(project, write_loop):
+    write_loop(loop("[harness/]"))
+    engine, _ = scripted_engine(project, script(
+        "{run_dir}/harness/test_x.py",
+        'rm "$ODIN_RUN_DIR/harness/test_x.py" && echo "import pytest" > "$ODIN_RUN_DIR/harness/conftest.py"'))
+    state = engine.start("frozen", "t")
+    harness = engine.run_dir(state.run_id) / "harness"
+    assert (harness / "test_x.py").read_bytes() == first_harness()
+    assert not (harness / "conftest.py").exists()
+    assert state.history[1].reason == (
+        "implement changed harness/conftest.py (added), harness/test_x.py (deleted), frozen since harness: restored")
+    assert state.status == "done"
+
+
+def test_a_revert_to_before_the_producing_stage_unfreezes_its_artifacts(project, write_loop):
+    write_loop(loop("[harness/]").replace("check: the code exists", "check: the code exists, mode: ai+human")
+               .replace("gate: {mode: ai, check: the code exists, mode: ai+human}",
+                        "gate: {mode: ai+human, check: the code exists}"))
+    engine, _ = scripted_engine(project, script("{run_dir}/harness/test_x.py", "true"))
+    state = engine.start("frozen", "t")
+    assert state.status == "awaiting_approval" and state.frozen["harness/test_x.py"].stage == "harness"
+    state = engine.revert("harness")
+    assert state.frozen is None and state.current_stage == "harness"
