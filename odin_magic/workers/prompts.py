@@ -120,11 +120,13 @@ def loop_context(loop: Loop) -> str:
     return "\n".join(lines)
 
 
-def places(job: StageJob) -> str:
+def places(job: StageJob, policy: RolePolicy) -> str:
+    """Where the stage works, with the name each directory has in the role's tools (bash only if it has bash)."""
     run_rel = _rel(job.run_dir, job.project_dir)
+    shell = " and in bash" if policy.allows_tool("bash") else ""
     return (
         f"Project directory (your working directory): {job.project_dir}\n"
-        f"Run directory: {run_rel} (absolute: {job.run_dir}; also $ODIN_RUN_DIR in bash)"
+        f"Run directory: {run_rel} (absolute: {job.run_dir}; $ODIN_RUN_DIR in a file tool's path{shell})"
     )
 
 
@@ -139,7 +141,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
         lines += ["", f"Goal: {stage.goal}"]
     if stage.prompt:
         lines += ["", "Instructions:", stage.prompt.strip()]
-    lines += ["", places(job), "", policy.describe()]
+    lines += ["", places(job, policy), "", policy.describe()]
     if job.produces and policy.writes == "none":  # a reporting (explore) stage: the engine writes its report
         lines += ["", "Your final answer is your report: the engine saves it, in full, as this stage's "
                   "document (you have no tool that writes, and need none):"]

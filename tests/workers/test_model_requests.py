@@ -1,0 +1,128 @@
+"""What a real model is sent and what its calls do (issue 25), through the real SDK against the local fake
+Messages API: paths that mean what they say, only the tools a role may use, briefs without a success line
+to game, thinking, a judge that reasons before its verdict, retries that carry the real error."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from odin_magic.loop.roles import POLICIES
+from odin_magic.workers.claude import ClaudeWorker
+from odin_magic.workers.config import Settings
+
+from support.fake_messages import FakeMessages
+from support.stage_jobs import Events, loop_from, stage_job
+
+LOOP = """
+name: requests
+max_iterations: 3
+stages:
+  - id: build
+    agent: executor
+    produces: [src/]
+    gate: {mode: ai, check: src exists}
+  - id: plan
+    agent: planner
+    produces: [plan.md]
+    gate: {mode: ai, check: plan.md maps the spec}
+  - id: look
+    agent: explore
+    gate: {mode: ai, check: looked}
+  - id: attack
+    agent: critic
+    produces: [harness-report.md]
+    gate: {mode: ai, check: harness-report.md lists no blocking gap}
+  - id: review
+    agent: reviewer
+    produces: [review.md]
+    gate: {mode: ai, check: review.md lists no blocking finding}
+"""
+
+
+def perform(project: Path, stage_id: str, calls: list[tuple[str, dict]], **settings):
+    """Perform ``stage_id`` with a model making ``calls``, one per turn; (fake, job, tool results, events)."""
+    job = stage_job(loop_from(LOOP), stage_id, project)
+    fake = FakeMessages()
+    for name, args in calls:
+        fake.tool(name, args)
+    fake.reply("finished")
+    events = Events()
+    ClaudeWorker(Settings(**settings), client_factory=fake.factory()).perform(job, events)
+    results = []
+    for request in fake.requests[1:]:
+        block = request.body["messages"][-1]["content"][0]
+        results.append((bool(block.get("is_error")), json.dumps(block["content"])))
+    return fake, job, results, events
+
+
+# -- item 4: paths mean what they say -------------------------------------------------------------------
+
+
+def test_run_and_project_variables_in_a_file_path_are_the_real_directories(project: Path):
+    fake, job, results, _ = perform(project, "build", [
+        ("write", {"file_path": "$ODIN_RUN_DIR/harness/x.md", "content": "in the run dir"}),
+        ("write", {"file_path": "${ODIN_PROJECT_DIR}/src/y.py", "content": "y = 1\n"}),
+        ("edit", {"file_path": "${ODIN_RUN_DIR}/harness/x.md", "old_string": "in", "new_string": "still in"}),
+        ("read", {"file_path": "$ODIN_RUN_DIR/harness/x.md"}),
+        ("glob", {"pattern": "*.md", "path": "$ODIN_RUN_DIR/harness"}),
+    ])
+    assert all(not is_error for is_error, _ in results), results
+    assert (job.run_dir / "harness" / "x.md").read_text() == "still in the run dir"
+    assert (project / "src" / "y.py").read_text() == "y = 1\n"
+    assert "still in the run dir" in results[3][1] and "x.md" in results[4][1]
+    assert not any("$" in p.name or p.name.startswith("{") for p in project.rglob("*"))  # no literal folder
+
+
+def test_any_other_dollar_or_a_tilde_is_refused_naming_the_real_paths(project: Path):
+    fake, job, results, events = perform(project, "build", [
+        ("write", {"file_path": "$HOME/x.md", "content": "x"}),
+        ("write", {"file_path": "~/y.md", "content": "y"}),
+        ("read", {"file_path": "${RUN_DIR}/notes.md"}),
+    ])
+    assert all(is_error and "refused" in content for is_error, content in results), results
+    for _, content in results:
+        assert str(job.run_dir) in content and str(project) in content  # the real path to use instead
+    assert "$HOME" in results[0][1] and "'~'" in results[1][1] and "${RUN_DIR}" in results[2][1]
+    assert len(events.of("tool_refused")) == 3
+    assert not any("$" in p.name or p.name == "~" for p in project.rglob("*"))
+
+
+def test_a_role_is_offered_only_the_tools_it_may_use_and_its_brief_names_only_those(project: Path):
+    for role, stage_id in (("executor", "build"), ("planner", "plan"), ("explore", "look"),
+                           ("critic", "attack"), ("reviewer", "review")):
+        fake, _, _, _ = perform(project, stage_id, [])
+        body = fake.requests[0].body
+        assert sorted(t["name"] for t in body["tools"]) == sorted(POLICIES[role].tools), role
+        brief = json.dumps(body["messages"][-1]["content"]) + json.dumps(body["system"])
+        assert ("bash" in brief) == ("bash" in POLICIES[role].tools), (role, brief)
+
+
+def test_a_tool_the_role_is_not_offered_is_answered_with_an_error_and_recorded(project: Path):
+    _, job, results, events = perform(project, "plan", [("bash", {"command": "touch escaped.txt"})])
+    assert results[0][0] and not (project / "escaped.txt").exists()
+    refused = events.of("tool_refused")
+    assert refused and "the planner role may not use the bash tool" in refused[0]
+    assert "may not use the bash tool" in (job.run_dir / "tool-refusals.jsonl").read_text()
+
+
+def test_a_hard_link_to_a_file_elsewhere_leads_nowhere(project: Path, tmp_path: Path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "f.py").write_text("secret = 1\n")
+    (outside / "g.py").write_text("other = 1\n")
+    (project / "src").mkdir(exist_ok=True)
+    os.link(outside / "f.py", project / "src" / "f.py")
+    os.link(outside / "g.py", project / "src" / "g.py")
+    os.chmod(project / "src" / "g.py", 0o640)
+    _, _, results, _ = perform(project, "build", [
+        ("write", {"file_path": "src/f.py", "content": "secret = 2\n"}),
+        ("edit", {"file_path": "src/g.py", "old_string": "other = 1", "new_string": "other = 2"}),
+    ])
+    assert all(not is_error for is_error, _ in results), results
+    assert (outside / "f.py").read_text() == "secret = 1\n" and (outside / "g.py").read_text() == "other = 1\n"
+    assert (project / "src" / "f.py").read_text() == "secret = 2\n"
+    assert (project / "src" / "g.py").read_text() == "other = 2\n"
+    assert (project / "src" / "g.py").stat().st_nlink == 1 and (project / "src" / "g.py").stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in (project / "src").iterdir()) == ["f.py", "g.py"]  # no temporary file left
