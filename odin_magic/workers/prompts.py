@@ -130,6 +130,28 @@ def places(job: StageJob, policy: RolePolicy) -> str:
     )
 
 
+#: Roles whose report is a list of findings: their brief does not show the gate's check (a model reads
+#: "review.md lists no blocking finding" as its own success condition and softens its findings).
+FINDING_ROLES = frozenset({"critic", "reviewer"})
+
+
+def gate_lines(stage: Stage, policy: RolePolicy) -> list[str]:
+    """What a brief says about the stage's gate: its check, or, to a role that reports findings, what the
+    engine does with them; then the gate's commands."""
+    if policy.name in FINDING_ROLES:
+        back = f" (to stage {stage.gate.on_fail})" if stage.gate.on_fail else ""
+        lines = ["", "What your report is for: an independent judge reads it, and the engine loops back"
+                 f"{back} on every finding you label blocking, so that it gets fixed. Report every real problem "
+                 "you find, each with its evidence; never leave one out, or label it non-blocking, to let this "
+                 "stage pass."]
+    else:
+        lines = ["", f"Gate: {stage.gate.check}"]
+    if stage.gate.commands:
+        lines += ["Gate commands (run in the project directory; each must exit 0):"]
+        lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    return lines
+
+
 def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool) -> list[dict[str, Any]]:
     """The user-message content that starts a stage."""
     stage: Stage = job.stage
@@ -149,10 +171,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     elif job.produces:
         lines += ["", "Write these artifacts (produces):"]
         lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
-    lines += ["", f"Gate: {stage.gate.check}"]
-    if stage.gate.commands:
-        lines += ["Gate commands (run in the project directory; each must exit 0):"]
-        lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    lines += gate_lines(stage, policy)
     if job.last_failure:
         lines += ["", "The last attempt failed its gate. Reason:", job.last_failure.strip()]
     if job.feedback:

@@ -126,3 +126,18 @@ def test_a_hard_link_to_a_file_elsewhere_leads_nowhere(project: Path, tmp_path: 
     assert (project / "src" / "g.py").read_text() == "other = 2\n"
     assert (project / "src" / "g.py").stat().st_nlink == 1 and (project / "src" / "g.py").stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in (project / "src").iterdir()) == ["f.py", "g.py"]  # no temporary file left
+
+
+# -- item 5: incentives ------------------------------------------------------------------------------------
+
+
+def test_reviewer_and_critic_briefs_carry_no_success_line_but_what_their_findings_do(project: Path):
+    for stage_id, check in (("review", "lists no blocking finding"), ("attack", "lists no blocking gap")):
+        fake, _, _, _ = perform(project, stage_id, [])
+        body = fake.requests[0].body
+        sent = json.dumps(body["messages"][-1]["content"]) + json.dumps(body["system"])
+        assert check not in sent and "Gate: " not in sent, stage_id
+        assert "the engine loops back" in sent and "on every finding you label blocking" in sent
+        assert "Report every real problem" in sent
+    fake, _, _, _ = perform(project, "plan", [])  # other roles still see the check they work to
+    assert "Gate: plan.md maps the spec" in json.dumps(fake.requests[0].body["messages"][-1]["content"])
