@@ -45,8 +45,9 @@ gate's commands. Decide whether the check is truthfully met.
 
 Be strict: pass only when the evidence shows the check is met. If something required is \
 missing, unreadable or contradicted by the evidence, fail. Never pass a gate whose commands \
-failed. Give short reasons that cite the evidence; list findings that must be fixed before \
-the loop advances as blocking, and the rest as non_blocking.
+failed. Reason before you decide: write your reasons first (short, citing the evidence), \
+then the findings (those that must be fixed before the loop advances as blocking, the rest \
+as non_blocking), and only then status and passed.
 
 Say where you stand in status: DONE when you could decide; DONE_WITH_CONCERNS when you could \
 decide and have concerns that need not stop the work (list them as non_blocking); \

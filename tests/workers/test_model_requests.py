@@ -8,12 +8,17 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from odin_magic.core.errors import ConfigError
+from odin_magic.loop.validation import validate_text
 from odin_magic.loop.roles import POLICIES
 from odin_magic.workers.claude import ClaudeWorker
 from odin_magic.workers.config import Settings
+from odin_magic.workers.scripted import message_body, reply_response
 
 from support.fake_messages import FakeMessages
-from support.stage_jobs import Events, loop_from, stage_job
+from support.stage_jobs import Events, judge_job, loop_from, stage_job
 
 LOOP = """
 name: requests
@@ -141,3 +146,92 @@ def test_reviewer_and_critic_briefs_carry_no_success_line_but_what_their_finding
         assert "Report every real problem" in sent
     fake, _, _, _ = perform(project, "plan", [])  # other roles still see the check they work to
     assert "Gate: plan.md maps the spec" in json.dumps(fake.requests[0].body["messages"][-1]["content"])
+
+
+# -- item 3: thinking ---------------------------------------------------------------------------------------
+
+THINKING_LOOP = """
+name: thinking
+max_iterations: 3
+stages:
+  - id: plain
+    gate: {mode: ai, check: done}
+  - id: look
+    agent: explore
+    consumes: [notes.md]
+    gate: {mode: ai, check: looked}
+  - id: quiet
+    agent: executor
+    thinking: false
+    gate: {mode: ai, check: done}
+  - id: deep
+    agent: explore
+    consumes: [notes.md]
+    thinking: 8000
+    gate: {mode: ai, check: done}
+"""
+
+
+def thinking_sent(project: Path, stage_id: str, loop_text: str = THINKING_LOOP, **settings) -> dict | None:
+    job = stage_job(loop_from(loop_text), stage_id, project)
+    fake = FakeMessages()
+    fake.reply("done")
+    ClaudeWorker(Settings(**settings), client_factory=fake.factory()).perform(job, Events())
+    assert not fake.unexpected, fake.unexpected  # the fake rejects what the API would (budget >= max_tokens)
+    return fake.requests[0].body.get("thinking")
+
+
+def test_worker_turns_think_with_the_settings_budget_unless_the_stage_or_the_settings_say_otherwise(project: Path):
+    for stage_id in ("build", "plan", "attack", "review"):  # executor, planner, critic, reviewer
+        assert thinking_sent(project, stage_id, LOOP) == {"type": "enabled", "budget_tokens": 4000}, stage_id
+    assert thinking_sent(project, "plain") == {"type": "enabled", "budget_tokens": 4000}  # no role: as executor
+    assert thinking_sent(project, "look") is None  # explore: off by default
+    assert thinking_sent(project, "quiet") is None  # the loop turns it off for this stage
+    assert thinking_sent(project, "deep") == {"type": "enabled", "budget_tokens": 8000}
+    assert thinking_sent(project, "plain", thinking_budget=0) is None
+    assert thinking_sent(project, "plain", thinking_budget=6000) == {"type": "enabled", "budget_tokens": 6000}
+    # max_tokens must stay above the budget, with room for the answer; too little room: no thinking
+    assert thinking_sent(project, "deep", max_tokens=5000) == {"type": "enabled", "budget_tokens": 3976}
+    assert thinking_sent(project, "plain", max_tokens=2000) is None
+    assert Settings.from_env({"ODIN_THINKING": "off"}).thinking_budget == 0
+    assert Settings.from_env({"ODIN_THINKING": "12000"}).thinking_budget == 12000
+
+
+def test_a_thinking_budget_below_the_api_minimum_is_one_clear_error():
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"ODIN_THINKING": "500"})
+    assert "ODIN_THINKING" in str(info.value) and "1024" in str(info.value)
+    report = validate_text(THINKING_LOOP.replace("thinking: 8000", "thinking: 500"), "thinking.yaml")
+    assert [(d.line, d.field) for d in report.errors] == [(18, "stages[3].thinking")], report.errors
+    assert "1024" in report.errors[0].message
+
+
+def test_thinking_blocks_go_back_with_the_tool_results(project: Path):
+    """Thinking interleaved with tool use: the reply's thinking block (with its signature) is sent back
+    unchanged in the next turn, as the API requires."""
+    job = stage_job(loop_from(LOOP), "build", project)
+    fake = FakeMessages()
+    thought = {"type": "thinking", "thinking": "I should look first.", "signature": "sig-123"}
+    call = {"type": "tool_use", "id": "toolu_think1", "name": "glob", "input": {"pattern": "*"}}
+    fake.raw(lambda body: reply_response(body, message_body(model=body["model"], content=[thought, call],
+                                                            stop_reason="tool_use")))
+    fake.reply("done")
+    ClaudeWorker(Settings(), client_factory=fake.factory()).perform(job, Events())
+    assert not fake.unexpected
+    sent_back = fake.requests[1].body["messages"][-2]
+    assert sent_back["role"] == "assistant" and sent_back["content"][0] == thought
+
+
+# -- item 3: the judge reasons before it decides ---------------------------------------------------------
+
+
+def test_the_judge_schema_asks_for_reasons_and_findings_before_the_verdict(project: Path):
+    fake = FakeMessages()
+    fake.verdict(reasons=["src/ exists"], status="DONE", passed=True)
+    ClaudeWorker(Settings(), client_factory=fake.factory()).judge(judge_job(loop_from(LOOP), "build", project),
+                                                                  Events())
+    body = fake.requests[0].body
+    order = list(body["output_config"]["format"]["schema"]["properties"])
+    assert order.index("reasons") < order.index("blocking") < order.index("status") < order.index("passed")
+    assert order.index("non_blocking") < order.index("status")
+    assert "Reason before you decide" in json.dumps(body["system"])
