@@ -174,7 +174,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
         lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
     lines += gate_lines(stage, policy)
     if job.last_failure:
-        lines += ["", "The last attempt failed its gate. Reason:", job.last_failure.strip()]
+        lines += ["", "The last attempt did not pass. What failed:", job.last_failure.strip()]
     if job.feedback:
         lines += ["", "A human reviewed the last result and asks for this revision:", job.feedback.strip()]
     if job.memory:

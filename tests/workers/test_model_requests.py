@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from odin_magic.core.errors import ConfigError
+from odin_magic.engine.orchestrator import Engine
 from odin_magic.loop.validation import validate_text
 from odin_magic.loop.roles import POLICIES
 from odin_magic.workers.claude import ClaudeWorker
@@ -235,3 +236,54 @@ def test_the_judge_schema_asks_for_reasons_and_findings_before_the_verdict(proje
     assert order.index("reasons") < order.index("blocking") < order.index("status") < order.index("passed")
     assert order.index("non_blocking") < order.index("status")
     assert "Reason before you decide" in json.dumps(body["system"])
+
+
+# -- item 2: a retry carries the real error --------------------------------------------------------------
+
+RETRY_LOOP = """
+name: retry
+max_iterations: 3
+stages:
+  - id: build
+    produces: [notes.md]
+    gate: {mode: ai, check: notes.md names the cause}
+  - id: test
+    gate:
+      mode: ai
+      on_fail: build
+      check: the tests pass
+      run: ["python -m pytest -q -p no:cacheprovider tests"]
+"""
+
+
+def test_a_retry_names_the_failed_stage_and_command_and_quotes_the_real_error_and_the_findings(project: Path,
+                                                                                               write_loop):
+    (project / "calc.py").write_text("def plus(a, b):\n    return a + b\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_add.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    write_loop(RETRY_LOOP)
+    fake = FakeMessages()
+    fake.tool("write", {"file_path": "$ODIN_RUN_DIR/notes.md", "content": "the cause: none yet"})
+    fake.reply("built")
+    fake.verdict(reasons=["notes.md is there"], status="DONE", passed=True)
+    fake.reply("ran the tests")  # test: its gate command fails at collection, back to build
+    fake.reply("looked again")  # build, retry 1
+    finding = "notes.md does not name the cause: `from calc import add` fails"
+    fake.verdict(reasons=["no cause named"], blocking=[finding], status="DONE", passed=False)
+    fake.reply("looked once more")  # build, retry 2
+    fake.verdict(reasons=["fine"], status="DONE", passed=True)
+    fake.reply("ran the tests again")
+    fake.reply("looked a third time")  # test failed again: build, retry 3, whose gate fails the run
+    fake.verdict(reasons=["no"], blocking=["still no cause"], status="DONE", passed=False)
+    state = Engine(project, worker=ClaudeWorker(Settings(), client_factory=fake.factory())).start("retry", "fix add")
+
+    assert state.status == "failed" and not fake.unexpected and fake.pending == 0
+    assert [(e.stage, e.result) for e in state.history][:3] == [("build", "pass"), ("test", "fail"), ("build", "fail")]
+    work = [r for r in fake.requests if r.headers.get("x-odin-purpose") == "work" and r.headers["x-odin-stage"] == "build"]
+    first_retry = json.dumps(work[2].body["messages"][-1]["content"])
+    assert "The gate of stage test failed" in first_retry
+    assert "Command: python -m pytest -q -p no:cacheprovider tests   [exit 2]" in first_retry
+    assert "E   ImportError: cannot import name 'add' from 'calc'" in first_retry  # the real error, not "1 error"
+    second_retry = json.loads(json.dumps(work[3].body["messages"][-1]["content"]))
+    text = second_retry[0]["text"]
+    assert "The gate of stage build failed" in text and f"- {finding}" in text  # the judge's finding, verbatim
