@@ -27,7 +27,8 @@ stage at a time.
 
 How to work:
 - Use the tools to look at and change real files. Paths are relative to the project \
-directory unless absolute. Never claim a file was written or a test passed unless a tool \
+directory unless absolute; in a file tool's path, $ODIN_RUN_DIR and $ODIN_PROJECT_DIR stand \
+for those directories (no other variable, and no ~). Never claim a file was written or a test passed unless a tool \
 result showed it.
 - Write every artifact the stage produces, at exactly the path given.
 - The stage's goal, instructions and produces are authoritative; your role persona only \
