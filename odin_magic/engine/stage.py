@@ -5,7 +5,7 @@ record (:mod:`odin_magic.engine.gate_record`)."""
 from __future__ import annotations
 
 from odin_magic.core.confine import Confinement, PathEscapes
-from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting
+from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
@@ -95,7 +95,7 @@ def stage_job(engine, s: Session, stage: Stage, places: Places) -> StageJob:
     """What the worker is told about this execution of ``stage``."""
     st = s.state
     produces, consumes = places
-    last_failure = st.history[-1].reason if st.history and st.history[-1].result == "fail" else None
+    last_failure = retry_brief.last_failure(s.handle.run_dir, st.history)  # the stage, the command, the real error
     return StageJob(
         loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=engine.project_dir,
         run_dir=s.handle.run_dir, agent=stage.resolved_agent, consumes={k: v.path for k, v in consumes.items()},

@@ -198,6 +198,9 @@ class Stage(_Strict):
     title: str | None = Field(default=None, description="Human-readable stage name.")
     goal: str | None = Field(default=None, description="What this stage is for, in one line.")
     prompt: str | None = Field(default=None, description="Instructions to the worker.")
+    thinking: Union[Annotated[int, Field(ge=1024)], bool, None] = Field(
+        default=None, description="Extended thinking in the worker's turns: false turns it off, true turns it on, "
+        "a number (>= 1024) is its token budget (default: the settings' budget, on for every role but explore).")
     consumes: list[str] = Field(default_factory=list, description="Artifacts this stage reads (relative paths).")
     produces: list[str] = Field(default_factory=list, description="Artifacts this stage must write (relative paths).")
     agent: AgentSpec = Field(

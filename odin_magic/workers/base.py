@@ -25,19 +25,21 @@ JudgeStatus = Literal["DONE", "DONE_WITH_CONCERNS", "NEEDS_CONTEXT", "BLOCKED"]
 class Verdict(BaseModel):
     """A judge's structured answer about one gate ``check`` (statuses: see :mod:`odin_magic.engine.judging`)."""
 
+    # the reasons and findings come first: the model writes them before it commits to status and passed
+    reasons: list[str] = Field(default_factory=list, description="Your analysis first: what the evidence shows "
+                               "about each part of the check, citing it.")
+    blocking: list[str] = Field(default_factory=list, description="Findings that must be fixed before advancing.")
+    non_blocking: list[str] = Field(default_factory=list, description="Findings that may wait (concerns).")
+    questions: list[str] = Field(
+        default_factory=list, description="NEEDS_CONTEXT: what you need to know, as questions a read-only "
+        "explorer of the project can answer.")
     status: JudgeStatus = Field(
         description="DONE: you could decide. DONE_WITH_CONCERNS: you could decide and list concerns as "
         "non_blocking. NEEDS_CONTEXT: you cannot decide without facts you do not have; ask them in questions. "
         "BLOCKED: something outside the work stops it (missing access, contradictory requirements); say what "
         "in blocking."
     )
-    passed: bool = Field(description="True only if the check is truthfully met.")
-    reasons: list[str] = Field(default_factory=list, description="Why, citing the evidence.")
-    blocking: list[str] = Field(default_factory=list, description="Findings that must be fixed before advancing.")
-    non_blocking: list[str] = Field(default_factory=list, description="Findings that may wait (concerns).")
-    questions: list[str] = Field(
-        default_factory=list, description="NEEDS_CONTEXT: what you need to know, as questions a read-only "
-        "explorer of the project can answer.")
+    passed: bool = Field(description="True only if the check is truthfully met, as the reasons above show.")
 
     @model_validator(mode="before")
     @classmethod

@@ -59,6 +59,7 @@ from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
+from odin_magic.workers.thinking import thinking_request
 from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
 
 JUDGE_MAX_TOKENS = 4_096
@@ -314,6 +315,7 @@ class ClaudeWorker:
                 max_iterations=max(1, (job.max_turns or self.settings.max_turns) - turns.count),
                 cache_control={"type": "ephemeral"},
                 extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
+                **thinking_request(self.settings, job.stage),
             )
             try:
                 await self._turn_loop(runner, job, toolbox, turns)

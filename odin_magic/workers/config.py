@@ -14,6 +14,8 @@ Settings come from arguments first, then the environment:
 ``ODIN_MAX_RETRIES``   SDK retries for 429/5xx/529/timeouts
 ``ODIN_TIMEOUT``       seconds per API request
 ``ODIN_MAX_TURNS``     model turns one stage may take
+``ODIN_THINKING``      extended thinking budget of worker turns (tokens, >= 1024;
+                       ``0`` or ``off`` turns it off; default 4000)
 =====================  =======================================================
 
 The API key is deliberately NOT a setting: it comes only from the environment
@@ -84,6 +86,7 @@ class Settings(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     timeout: float = Field(default=600.0, gt=0)
     max_turns: int = Field(default=80, ge=1, description="model turns one stage may take")
+    thinking_budget: int = Field(default=4_000, ge=0, description="extended thinking tokens per worker turn; 0: off")
 
     @field_validator("prices", mode="before")
     @classmethod
@@ -94,6 +97,20 @@ class Settings(BaseModel):
             merged: dict[str, Any] = dict(DEFAULT_PRICES)
             merged.update(value)
             return merged
+        return value
+
+    @field_validator("thinking_budget", mode="before")
+    @classmethod
+    def _thinking_off(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("off", "false", "no", "none"):
+            return 0
+        return value
+
+    @field_validator("thinking_budget")
+    @classmethod
+    def _thinking_minimum(cls, value: int) -> int:
+        if 0 < value < 1024:
+            raise ValueError("the thinking budget is 0 (off) or at least 1024 tokens, the API's minimum")
         return value
 
     @property
@@ -161,6 +178,7 @@ _ENV_VARS = {
     "max_retries": "ODIN_MAX_RETRIES",
     "timeout": "ODIN_TIMEOUT",
     "max_turns": "ODIN_MAX_TURNS",
+    "thinking_budget": "ODIN_THINKING",
 }
 
 

@@ -27,7 +27,8 @@ stage at a time.
 
 How to work:
 - Use the tools to look at and change real files. Paths are relative to the project \
-directory unless absolute. Never claim a file was written or a test passed unless a tool \
+directory unless absolute; in a file tool's path, $ODIN_RUN_DIR and $ODIN_PROJECT_DIR stand \
+for those directories (no other variable, and no ~). Never claim a file was written or a test passed unless a tool \
 result showed it.
 - Write every artifact the stage produces, at exactly the path given.
 - The stage's goal, instructions and produces are authoritative; your role persona only \
@@ -45,8 +46,9 @@ gate's commands. Decide whether the check is truthfully met.
 
 Be strict: pass only when the evidence shows the check is met. If something required is \
 missing, unreadable or contradicted by the evidence, fail. Never pass a gate whose commands \
-failed. Give short reasons that cite the evidence; list findings that must be fixed before \
-the loop advances as blocking, and the rest as non_blocking.
+failed. Reason before you decide: write your reasons first (short, citing the evidence), \
+then the findings (those that must be fixed before the loop advances as blocking, the rest \
+as non_blocking), and only then status and passed.
 
 Say where you stand in status: DONE when you could decide; DONE_WITH_CONCERNS when you could \
 decide and have concerns that need not stop the work (list them as non_blocking); \
@@ -120,12 +122,36 @@ def loop_context(loop: Loop) -> str:
     return "\n".join(lines)
 
 
-def places(job: StageJob) -> str:
+def places(job: StageJob, policy: RolePolicy) -> str:
+    """Where the stage works, with the name each directory has in the role's tools (bash only if it has bash)."""
     run_rel = _rel(job.run_dir, job.project_dir)
+    shell = " and in bash" if policy.allows_tool("bash") else ""
     return (
         f"Project directory (your working directory): {job.project_dir}\n"
-        f"Run directory: {run_rel} (absolute: {job.run_dir}; also $ODIN_RUN_DIR in bash)"
+        f"Run directory: {run_rel} (absolute: {job.run_dir}; $ODIN_RUN_DIR in a file tool's path{shell})"
     )
+
+
+#: Roles whose report is a list of findings: their brief does not show the gate's check (a model reads
+#: "review.md lists no blocking finding" as its own success condition and softens its findings).
+FINDING_ROLES = frozenset({"critic", "reviewer"})
+
+
+def gate_lines(stage: Stage, policy: RolePolicy) -> list[str]:
+    """What a brief says about the stage's gate: its check, or, to a role that reports findings, what the
+    engine does with them; then the gate's commands."""
+    if policy.name in FINDING_ROLES:
+        back = f" (to stage {stage.gate.on_fail})" if stage.gate.on_fail else ""
+        lines = ["", "What your report is for: an independent judge reads it, and the engine loops back"
+                 f"{back} on every finding you label blocking, so that it gets fixed. Report every real problem "
+                 "you find, each with its evidence; never leave one out, or label it non-blocking, to let this "
+                 "stage pass."]
+    else:
+        lines = ["", f"Gate: {stage.gate.check}"]
+    if stage.gate.commands:
+        lines += ["Gate commands (run in the project directory; each must exit 0):"]
+        lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    return lines
 
 
 def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool) -> list[dict[str, Any]]:
@@ -139,7 +165,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
         lines += ["", f"Goal: {stage.goal}"]
     if stage.prompt:
         lines += ["", "Instructions:", stage.prompt.strip()]
-    lines += ["", places(job), "", policy.describe()]
+    lines += ["", places(job, policy), "", policy.describe()]
     if job.produces and policy.writes == "none":  # a reporting (explore) stage: the engine writes its report
         lines += ["", "Your final answer is your report: the engine saves it, in full, as this stage's "
                   "document (you have no tool that writes, and need none):"]
@@ -147,12 +173,9 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     elif job.produces:
         lines += ["", "Write these artifacts (produces):"]
         lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
-    lines += ["", f"Gate: {stage.gate.check}"]
-    if stage.gate.commands:
-        lines += ["Gate commands (run in the project directory; each must exit 0):"]
-        lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    lines += gate_lines(stage, policy)
     if job.last_failure:
-        lines += ["", "The last attempt failed its gate. Reason:", job.last_failure.strip()]
+        lines += ["", "The last attempt did not pass. What failed:", job.last_failure.strip()]
     if job.feedback:
         lines += ["", "A human reviewed the last result and asks for this revision:", job.feedback.strip()]
     if job.memory:

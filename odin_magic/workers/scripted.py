@@ -110,6 +110,21 @@ def reply_response(request_body: dict[str, Any], message: dict[str, Any]) -> htt
     return httpx2.Response(200, headers=headers, json=message)
 
 
+def request_problem(body: dict[str, Any]) -> str | None:
+    """What the Messages API would reject in a request, of the checks the fakes mirror (None: nothing).
+
+    ``thinking`` (enabled): a whole ``budget_tokens`` of at least 1024 and below ``max_tokens``."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return f"thinking.budget_tokens: must be an integer of at least 1024 (got {budget!r})"
+    if budget >= int(body.get("max_tokens", 0)):
+        return f"max_tokens must be greater than thinking.budget_tokens ({body.get('max_tokens')} <= {budget})"
+    return None
+
+
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -253,6 +268,9 @@ class ScriptedModel:
         run_dir = request.headers.get("x-odin-run-dir", ".")
         with self._lock:
             self.requests.append(body)
+            problem = request_problem(body)
+            if problem is not None:
+                return error_response(400, f"scripted model: {problem}")
             if not stage:
                 return error_response(400, "scripted model: the request has no x-odin-stage header (not from the Claude worker?)")
             tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name, "stage": stage}

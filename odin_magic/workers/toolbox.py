@@ -1,12 +1,16 @@
 """A role's tools: the SDK's agent toolset, filtered and wrapped by the role's policy.
 
-Every role is offered the same six tool definitions (bash, read, write, edit,
-glob, grep) so that the tool block, the first part of every prompt, stays
-identical across stages and is read from the prompt cache. Each call goes
+A role is offered only the tools it may use (a model offered a tool plans with
+it, and a refused call costs a turn; see docs/claude-worker.md). Each call goes
 through :class:`RoleToolbox`, which
 
+* expands ``$ODIN_RUN_DIR`` and ``$ODIN_PROJECT_DIR`` (or ``${...}``) in a file
+  tool's path to the real directory, and refuses any other ``$`` or a leading
+  ``~`` with a message that names the real path to use;
 * refuses a tool the role may not use, or a write outside the role's scope,
   with a clear tool error (the model sees it) and a ``tool_refused`` event;
+* gives a file that write or edit is about to change an inode of its own when
+  it has other hard links, so a link to a file elsewhere leads nowhere;
 * streams one ``tool`` line per call to the sink;
 * runs the SDK's own implementation otherwise (file tools confined to the
   project dir and the run dir, symlink-safe).
@@ -18,10 +22,15 @@ does not, so the worker calls it when the stage ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
+import shutil
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from pydantic import ValidationError
 
@@ -33,11 +42,67 @@ from odin_magic.core.commands import command_env, run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
-from odin_magic.loop.roles import WRITE_TOOLS, RolePolicy, write_allowed
+from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
 from odin_magic.core.secrets import redact
 
 #: Checks a file just written (its real path, and the path as the model named it).
 EditChecker = Callable[[Path, str], list[EditCheck]]
+
+#: The argument of each file tool that names a path.
+PATH_ARGS = {"read": "file_path", "write": "file_path", "edit": "file_path", "glob": "path", "grep": "path"}
+_VARIABLE = re.compile(r"\$(?:\{(\w*)\}|(\w*))")
+
+
+def place_variables(ctx: AgentToolContext) -> dict[str, str]:
+    """The variables a file tool's path may hold: ``ODIN_PROJECT_DIR`` and ``ODIN_RUN_DIR``, as bash sees them."""
+    env = ctx.env or {}
+    found = {"ODIN_PROJECT_DIR": env.get("ODIN_PROJECT_DIR") or str(ctx.workdir)}
+    run_dir = env.get("ODIN_RUN_DIR") or (str(ctx.allowed_roots[0]) if ctx.allowed_roots else "")
+    if run_dir:
+        found["ODIN_RUN_DIR"] = run_dir
+    return found
+
+
+def expand_path(value: str, variables: dict[str, str]) -> str:
+    """``value`` with ``$ODIN_RUN_DIR`` / ``${ODIN_PROJECT_DIR}`` replaced by the real directory.
+
+    Raises ValueError, naming the real paths to use, for a leading ``~`` or any other ``$``."""
+    known = "; ".join(f"${name} is {path}" for name, path in sorted(variables.items()))
+    use = (f"name the file relative to the project directory ({variables['ODIN_PROJECT_DIR']}) or by its "
+           f"real absolute path ({known})")
+    if value.startswith("~"):
+        raise ValueError(f"the path {value!r} starts with '~', which the file tools do not expand: {use}")
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        if name in variables:
+            return variables[name]
+        raise ValueError(f"the path {value!r} holds {match.group(0)!r}, which the file tools do not expand "
+                         f"(only $ODIN_RUN_DIR and $ODIN_PROJECT_DIR): {use}")
+
+    return _VARIABLE.sub(replace, value)
+
+
+def own_inode(target: Path) -> None:
+    """Give ``target`` an inode of its own when it has other hard links (``st_nlink > 1``): its content is
+    copied to a new file in the same directory, which replaces it atomically. A write or edit that follows
+    changes only this name, never the file a link such as ``ln /elsewhere/f src/f`` points at."""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink <= 1:
+        return
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".odin-unlink")
+    try:
+        with os.fdopen(fd, "wb") as out, open(target, "rb") as src:
+            shutil.copyfileobj(src, out)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
@@ -128,8 +193,10 @@ class RoleToolbox:
         self._check_edit = check_edit
         self.refusals: list[str] = []
         self.edit_checks: list[EditCheck] = []  # every fast-fail check made after a write or edit
+        self._variables = place_variables(ctx)
         self._sdk_tools = beta_agent_toolset_20260401(ctx)
-        self.tools = [self._wrap(tool) for tool in self._sdk_tools]
+        # only the tools the role may use are offered; the others stay here to be closed
+        self.tools = [self._wrap(tool) for tool in self._sdk_tools if policy.allows_tool(tool.name)]
 
     def _canonical(self, path: Path) -> Path:
         try:
@@ -139,7 +206,8 @@ class RoleToolbox:
 
     @property
     def names(self) -> list[str]:
-        return [tool.name for tool in self._sdk_tools]
+        """The tools offered to the model."""
+        return [tool.name for tool in self.tools]
 
     def _record(self, message: str) -> str:
         message = redact(message)
@@ -147,17 +215,32 @@ class RoleToolbox:
         self._on_refused(message)  # the live view's tool_refused line, and tool-refusals.jsonl
         return message
 
-    def _refuse(self, message: str) -> None:
+    def _refuse(self, message: str) -> NoReturn:
         raise ToolError(f"refused: {self._record(message)}")
 
     def unknown_tool(self, name: str) -> None:
-        """A call to a tool that does not exist: the tool runner answers it with a tool error; it is recorded here."""
-        self._record(f"there is no tool named {name!r} (the tools are: {', '.join(self.names)})")
+        """A call to a tool that is not offered: the tool runner answers it with a tool error; it is recorded here."""
+        if name in ALL_TOOLS:
+            self._record(f"the {self.policy.name} role may not use the {name} tool, which it is not offered "
+                         f"(its tools are: {', '.join(self.names)})")
+        else:
+            self._record(f"there is no tool named {name!r} (the tools are: {', '.join(self.names)})")
+
+    def _expanded(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` with the place variables of the tool's path expanded; a path they cannot fix is refused."""
+        key = PATH_ARGS.get(name)
+        value = args.get(key) if key else None
+        if not isinstance(value, str) or ("$" not in value and not value.startswith("~")):
+            return args
+        try:
+            return {**args, key: expand_path(value, self._variables)}
+        except ValueError as exc:
+            self._refuse(f"{name}: {exc}")
 
     def _check_paths(self, name: str, args: dict[str, Any]) -> None:
         """The SDK's own confinement, checked first so that a path that leaves the project (and the
         run dir) is refused and recorded like any other refusal."""
-        key = {"read": "file_path", "write": "file_path", "edit": "file_path", "glob": "path", "grep": "path"}.get(name)
+        key = PATH_ARGS.get(name)
         value = args.get(key) if key else None
         if isinstance(value, str) and value:
             try:
@@ -192,7 +275,10 @@ class RoleToolbox:
         async def call(**kwargs: Any) -> Any:
             args = {k: v for k, v in kwargs.items() if v is not None}
             self._on_call(redact(describe_call(name, args)))
+            args = self._expanded(name, args)
             self._check(name, args)
+            if name in WRITE_TOOLS:
+                await self._own_inode(str(args.get("file_path", "")))
             try:
                 # what a tool returns goes into the next request and thread.json: no secret in it
                 result = redact(await tool.call(args))
@@ -223,6 +309,17 @@ class RoleToolbox:
         if self._on_error is not None:
             self._on_error(text.splitlines()[0][:200])
         return ToolError(text)
+
+    async def _own_inode(self, file_path: str) -> None:
+        """Before a write or edit: a target with other hard links gets an inode of its own (:func:`own_inode`)."""
+        try:
+            target = resolve_path(self.ctx, file_path)
+        except ValueError:
+            return  # not a usable path: the SDK tool says why
+        try:
+            await asyncio.to_thread(own_inode, target)
+        except OSError as exc:
+            self._refuse(f"{file_path} has other hard links and could not be given a copy of its own ({exc.strerror or exc})")
 
     async def _fast_fail(self, file_path: str) -> None:
         """Check the file just written; a failed check goes back to the model as the tool's error."""

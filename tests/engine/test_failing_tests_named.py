@@ -95,7 +95,7 @@ def test_three_failing_tests_are_named_in_the_reason_the_feedback_and_the_report
     for name in names:
         assert name in reason, (name, reason)
     # the worker's retry: its brief carries the reason, every test named
-    retries = [json.dumps(body) for body in model.requests if "The last attempt failed its gate" in json.dumps(body)]
+    retries = [json.dumps(body) for body in model.requests if "The last attempt did not pass" in json.dumps(body)]
     assert retries
     for name in names:
         assert name in retries[0]

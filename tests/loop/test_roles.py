@@ -91,6 +91,14 @@ def assert_refused(result, role: str, events: Events):
     assert any(f"the {role} role may not" in text for text in events.of("tool_refused"))
 
 
+def assert_not_offered(result, role: str, tool: str, events: Events):
+    """A tool the role may not use is not offered: the tool runner answers a call to it with an error,
+    and the worker records the refusal."""
+    is_error, content = result
+    assert is_error and f"Tool '{tool}' not found" in content, content
+    assert any(f"the {role} role may not use the {tool} tool" in text for text in events.of("tool_refused"))
+
+
 def test_explore_reads_only(project: Path):
     results, events, job = run_calls(project, "look", READS + [
         ("write", {"file_path": "{run}/findings.md", "content": "x"}),
@@ -100,12 +108,12 @@ def test_explore_reads_only(project: Path):
     for r in results[:3]:
         assert_allowed(r)
     assert "some notes" in results[0][1]
-    for r in results[3:]:
-        assert_refused(r, "explore", events)
+    for r, tool in zip(results[3:], ("write", "edit", "bash")):
+        assert_not_offered(r, "explore", tool, events)
     assert not job.produces["findings.md"].exists()
     assert (job.run_dir / "notes.md").read_text() == "some notes\n"
     assert not (project / "escaped.txt").exists()
-    assert len(events.of("tool")) == 6  # every call is streamed, refused or not
+    assert len(events.of("tool")) + len(events.of("tool_refused")) == 6  # every call is streamed, refused or not
     recorded = [json.loads(line) for line in (job.run_dir / "tool-refusals.jsonl").read_text().splitlines()]
     assert [(r["stage"], r["role"]) for r in recorded] == [("look", "explore")] * 3
     assert "may not use the bash tool" in recorded[2]["message"]
@@ -120,8 +128,8 @@ def test_planner_writes_only_its_produces(project: Path):
     ])
     for r in results[:5]:
         assert_allowed(r)
-    for r in results[5:]:
-        assert_refused(r, "planner", events)
+    assert_refused(results[5], "planner", events)
+    assert_not_offered(results[6], "planner", "bash", events)
     assert job.produces["plan.md"].read_text() == "1. build it"
     assert not (project / "src" / "code.py").exists() and not (project / "escaped.txt").exists()
 

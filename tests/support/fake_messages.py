@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import httpx2
 from anthropic import AsyncAnthropic
 
-from odin_magic.workers.scripted import error_response, message_body, new_id, reply_response
+from odin_magic.workers.scripted import error_response, message_body, new_id, reply_response, request_problem
 
 
 @dataclass
@@ -120,6 +120,10 @@ class FakeMessages:
         body = json.loads(request.content or b"{}")
         with self._lock:
             self.requests.append(Recorded(dict(request.headers), body))
+            problem = request_problem(body)  # what the real API would reject, e.g. a thinking budget over max_tokens
+            if problem is not None:
+                self.unexpected.append(body)
+                return error_response(400, f"fake Messages API: {problem}")
             if not self._queue:
                 self.unexpected.append(body)
                 return error_response(400, "fake Messages API: no reply queued for this request")
