@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from odin_magic.engine import mutation_plan as plan
+from odin_magic.engine import test_output
 from odin_magic.loop.schema import GateCommand
 from odin_magic.workers.base import CommandEvidence
 
@@ -366,6 +367,34 @@ class _ScratchCopies:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+class _RecentKillers:
+    """The pytest tests that killed the latest mutants (shared by the worker threads), tried first on the next."""
+
+    KEEP = 5
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, ev: CommandEvidence) -> None:
+        named = [t.name for t in test_output.parse(ev.stdout_tail + "\n" + ev.stderr_tail).tests if "::" in t.name]
+        with self._lock:
+            for name in named:
+                if name in self._ids:
+                    self._ids.remove(name)
+                self._ids.insert(0, name)
+            del self._ids[self.KEEP:]
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return list(self._ids)
+
+
+#: a pytest run of named tests that failed (1) or could not collect the mutated code (2) caught the mutant; any
+#: other outcome (4: a node id that does not resolve here, 5: none selected) says nothing and the gate runs on
+CAUGHT_BY_NAMED = (1, 2)
+
+
 @dataclass(frozen=True)
 class _ScratchGate:
     """The gate's commands, run in a scratch copy of the project instead of the project itself: fail-fast, each
@@ -378,6 +407,7 @@ class _ScratchGate:
     timeout: float
     names: tuple[str, ...] = ()  # the changed functions' names (for the focused runs)
     focused: tuple[GateCommand, ...] = ()  # set by ``checked``: the focused commands that pass unmutated
+    recent: _RecentKillers = field(default_factory=_RecentKillers)  # tests that killed the latest mutants
 
     @property
     def fast(self) -> list[GateCommand]:
@@ -412,16 +442,32 @@ class _ScratchGate:
         return replace(self, focused=tuple(focused)), None, took
 
     def killer(self, where: Path) -> tuple[str | None, bool]:
-        """The first command that fails on the mutant in ``where`` (the focused ones first), and whether it hung."""
+        """The first command that fails on the mutant in ``where`` (the tests that killed the latest mutants
+        first, then the focused commands, then the gate's own), and whether it hung."""
+        for command in self._killers_first():
+            ev = self._run(command, where, self.timeout)
+            if ev.timed_out or ev.exit_code in CAUGHT_BY_NAMED:
+                return command.cmd, ev.timed_out
         for command in self.focused:
             ev = self._run(command, where, self.timeout)
             if ev.timed_out or ev.exit_code not in (0, NO_TESTS):
+                self.recent.add(ev)
                 return command.cmd, ev.timed_out
         for command in self.fast:
             ev = self._run(command, where, self.timeout)
             if not ev.ok:
+                self.recent.add(ev)
                 return command.cmd, ev.timed_out
         return None, False
+
+    def _killers_first(self) -> list[GateCommand]:
+        ids = self.recent.ids()
+        out = []
+        for command in self.commands[:1]:  # the first gate command: where the tests are
+            cmd = plan.killers_first(command.cmd, ids)
+            if cmd is not None:
+                out.append(plan.with_cmd(command, cmd))
+        return out
 
 
 def _mutable_sources(project_dir: Path, files: list[str],

@@ -143,6 +143,16 @@ def focused(cmd: str, names: list[str]) -> str | None:
     return None
 
 
+def killers_first(cmd: str, node_ids: list[str]) -> str | None:
+    """A pytest ``cmd`` narrowed to the tests that killed earlier mutants (``node_ids``, as pytest named them),
+    fail-fast: the test that caught one mutant usually catches its neighbours, and runs alone in a moment. None
+    when ``cmd`` is not a pytest command or there are none."""
+    match = _PYTEST.search(cmd)
+    if not node_ids or match is None or cmd.count("pytest") != 1:
+        return None
+    return f"{cmd[:match.end()]} -x -q -p no:cacheprovider " + " ".join(shlex.quote(n) for n in node_ids)
+
+
 def with_cmd(command, cmd: str):
     """The gate command ``command`` running ``cmd`` instead."""
     return command.model_copy(update={"cmd": cmd})

@@ -114,7 +114,8 @@ def test_pytest_mutants_only_on_the_changed_lines_of_a_long_file(tmp_path: Path)
     assert [r["line"] for r in evidence["results"]] == [line] * 4
     assert evidence["commands"] == [command.cmd.replace("-m pytest", "-m pytest -x")]
     assert evidence["focused"] and "-k 'padded or Padded'" in evidence["focused"][0]
-    assert all(r["killed_by"] == evidence["focused"][0] for r in evidence["results"] if r["killed"])
+    killers = {r["killed_by"] for r in evidence["results"] if r["killed"]}  # focused, or the latest killers first
+    assert killers - {evidence["focused"][0]} <= {k for k in killers if k.endswith("tests/test_lib.py::test_padded")}
     shown = _mutations([("test", evidence)])  # the run report's section, from the evidence as recorded
     assert f"| src/lib.py | {line} | off by one | line | survived |" in shown
     assert f"| src/lib.py | {line} | flip comparison | line | killed |" in shown
@@ -192,3 +193,16 @@ def test_fail_fast_and_focused_commands():
     assert focused("python -m unittest", ["padded"]) == "python -m unittest -f -k '*padded*' -k '*Padded*'"
     assert focused("make test", ["padded"]) is None and focused("pytest -k a", ["padded"]) is None
     assert focused("pytest", []) is None
+
+
+def test_the_test_that_killed_a_mutant_runs_first_on_the_next(tmp_path: Path):
+    """Issue 21 item 2: after a kill, the next mutant first meets the test that caught the last one (alone,
+    fail-fast), before the focused and the full commands."""
+    project, lines, env = changed_project(tmp_path, PYTEST_TESTS)
+    command = GateCommand(cmd=f'"{sys.executable}" -m pytest -q -p no:cacheprovider tests', timeout=120)
+    report = run_mutants(project, lines, [command], env, run_command, settings=MutationSettings(max_mutants=4, jobs=1))
+    killed = [r for r in report.results if r.killed]
+    assert len(killed) == 3
+    assert killed[0].killed_by == report.focused[0]  # nothing killed yet: the focused run caught it
+    later = [r.killed_by for r in killed[1:]]
+    assert later and all("-x -q -p no:cacheprovider tests/test_lib.py::test_padded" in k for k in later), later
