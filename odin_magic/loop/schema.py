@@ -9,7 +9,7 @@ diagnostics that point at the file, line and field.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -295,6 +295,11 @@ class Loop(_Strict):
         default=False, description="Whether the stages' sandboxed commands may use the network (a stage may say otherwise)."
     )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
 
     @field_validator("post_edit", mode="after")
     @classmethod

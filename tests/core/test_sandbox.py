@@ -193,3 +193,9 @@ def test_the_loop_fields_are_validated_with_their_line():
     report = validate_text(text, "x.yaml")
     fields = {(e.field, e.line) for e in report.errors}
     assert ("sandbox", 3) in fields and ("stages[0].network", 6) in fields
+
+
+def test_a_bare_off_in_yaml_means_off():
+    report = validate_text("name: x\nmax_iterations: 1\nsandbox: off\nnetwork: true\nstages:\n  - id: a\n"
+                           "    gate: {mode: human}\n", "x.yaml")
+    assert report.ok and report.loop.sandbox == "off" and report.loop.network_for(report.loop.stages[0]) is True
