@@ -197,5 +197,5 @@ def test_the_loop_fields_are_validated_with_their_line():
 
 def test_a_bare_off_in_yaml_means_off():
     report = validate_text("name: x\nmax_iterations: 1\nsandbox: off\nnetwork: true\nstages:\n  - id: a\n"
-                           "    gate: {mode: human}\n", "x.yaml")
+                           "    gate: {mode: human, check: looks right}\n", "x.yaml")
     assert report.ok and report.loop.sandbox == "off" and report.loop.network_for(report.loop.stages[0]) is True
