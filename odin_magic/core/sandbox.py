@@ -195,10 +195,23 @@ def _plain(path: Path, run_dir: str | None) -> bool:
     return Path(os.path.realpath(path)) == real_run / path.relative_to(run_dir)
 
 
-def bwrap_args(root: Path, writable: list[str], network: bool) -> list[str]:
+def _under_tmp(env: Mapping[str, str]) -> list[str]:
+    """The programs' directories the private ``/tmp`` would hide (a venv or a PATH entry in ``/tmp``):
+    shown again, read-only."""
+    found = []
+    for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]:
+        real = os.path.realpath(entry) if entry else ""
+        if real.startswith("/tmp/") and os.path.isdir(real) and real not in found:
+            found.append(real)
+    return found
+
+
+def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None) -> list[str]:
     """bwrap's options (without the program): see the module docstring."""
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", str(root), str(root)]
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for shown in _under_tmp(env or {}):
+        args += ["--ro-bind", shown, shown]
+    args += ["--bind", str(root), str(root)]
     for name in PROTECTED:
         inner = root / name
         if inner.exists() and not inner.is_symlink():
@@ -237,6 +250,6 @@ def wrap(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Wrapped:
     writable = [p for p in env.get(WRITE_VAR, "").split(os.pathsep) if p and _plain(Path(p), env.get("ODIN_RUN_DIR"))]
     created = _make_sources(writable)
     cwd = Path(cwd)
-    args = bwrap_args(_root_of(cwd, env), writable, env.get(NETWORK_VAR) == "1")
+    args = bwrap_args(_root_of(cwd, env), writable, env.get(NETWORK_VAR) == "1", env)
     args[-1] = str(cwd.resolve())  # --chdir: the command's own directory
     return Wrapped([found.bwrap, *args, "--", *argv], clean_env(env), created)

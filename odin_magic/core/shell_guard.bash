@@ -6,9 +6,9 @@ if [ "$PPID" = "${ODIN_GUARD_DRIVER:-}" ] && [ -n "${ODIN_GUARD_PYTHON:-}" ] && 
     shopt -s execfail  # should the guard not start, carry on as a plain shell (unless sandboxed)
     exec "$ODIN_GUARD_PYTHON" -I "$ODIN_GUARD_SCRIPT" shell-guard
     shopt -u execfail
-fi
-if [ -n "${ODIN_GUARD_SANDBOX:-}" ]; then  # the sandbox is on: never carry on outside it
-    echo "odin: the bash tool's sandbox could not start" >&2
-    exit 126
+    if [ -n "${ODIN_GUARD_SANDBOX:-}" ]; then  # the sandbox is on: never carry on outside it
+        echo "odin: the bash tool's sandbox could not start" >&2
+        exit 126
+    fi
 fi
 unset ODIN_GUARD_PYTHON ODIN_GUARD_SCRIPT ODIN_GUARD_DRIVER ODIN_GUARD_RECORDS ODIN_GUARD_SANDBOX

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.skipif(not probe().works, reason=f"bubblewrap cannot ru
 LOOP = """
 name: boxed
 max_iterations: 2
+post_edit: ["bash -c 'test -w . && ! test -w .odin-loop'"]
 {extra}
 stages:
   - id: build
@@ -28,6 +29,7 @@ stages:
   build:
     - tools:
         - bash: {command: "echo '{\\"stages\\": []}' > \\"$ODIN_RUN_DIR/loop.json\\"; echo evil > .odin-loop/evil; echo notes > \\"$ODIN_RUN_DIR/notes.md\\"; echo code > app.py; echo done"}
+        - write: {file_path: "lib.py", content: "x = 1\\n"}
     - text: built
 default_verdict: {status: DONE, passed: true}
 """
@@ -49,6 +51,8 @@ def test_a_stages_bash_cannot_edit_loop_json_nor_odin_loop_but_writes_its_produc
     assert (engine.run_dir(state.run_id) / "notes.md").read_text() == "notes\n"  # its produces: writable
     assert (project / "app.py").read_text() == "code\n"  # the project: writable
     assert "Read-only file system" in tool_results(model)
+    assert "fast-fail check" not in tool_results(model) and "could not start" not in tool_results(model)
+    assert (project / "lib.py").exists()  # and its post_edit (bash, sandboxed too, the shell guard sourced) passed
     assert state.status == "done" and run_dir.is_dir()
     assert not any("unsandboxed" in (e.text or "") for e in events)
 
