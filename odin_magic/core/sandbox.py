@@ -196,10 +196,10 @@ def _plain(path: Path, run_dir: str | None) -> bool:
 
 
 def _under_tmp(env: Mapping[str, str]) -> list[str]:
-    """The programs' directories the private ``/tmp`` would hide (a venv or a PATH entry in ``/tmp``):
-    shown again, read-only."""
+    """What the private ``/tmp`` would hide and a command needs (a venv or a PATH entry in ``/tmp``; the run
+    dir, whose harness a mutant's command in a scratch copy runs): shown again, read-only."""
     found = []
-    for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]:
+    for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]:
         real = os.path.realpath(entry) if entry else ""
         if real.startswith("/tmp/") and os.path.isdir(real) and real not in found:
             found.append(real)

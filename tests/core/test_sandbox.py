@@ -199,3 +199,16 @@ def test_a_bare_off_in_yaml_means_off():
     report = validate_text("name: x\nmax_iterations: 1\nsandbox: off\nnetwork: true\nstages:\n  - id: a\n"
                            "    gate: {mode: human, check: looks right}\n", "x.yaml")
     assert report.ok and report.loop.sandbox == "off" and report.loop.network_for(report.loop.stages[0]) is True
+
+
+def test_a_command_in_a_scratch_copy_under_tmp_still_reads_the_run_dir(box):
+    project, run_dir, _ = box
+    (run_dir / "harness").mkdir()
+    (run_dir / "harness" / "check.py").write_text("print('harness')\n")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="odin-mutants-") as scratch:  # as the mutation gate's copies are
+        policy = sandbox.stage_policy("bwrap", [], False)
+        env = {**command_env(project, run_dir, "r1", "build", policy), "ODIN_PROJECT_DIR": scratch}
+        ev = run_command(GateCommand(cmd='python "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env)
+        assert ev.stdout_tail == "harness\n", ev
+        assert not run_command(GateCommand(cmd='echo x > "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env).ok
