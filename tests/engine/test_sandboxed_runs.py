@@ -55,6 +55,7 @@ def test_a_stages_bash_cannot_edit_loop_json_nor_odin_loop_but_writes_its_produc
     assert (project / "lib.py").exists()  # and its post_edit (bash, sandboxed too, the shell guard sourced) passed
     assert state.status == "done" and run_dir.is_dir()
     assert not any("unsandboxed" in (e.text or "") for e in events)
+    assert "**sandbox**" not in (engine.run_dir(state.run_id) / "report.md").read_text()
 
 
 def test_sandbox_off_is_told_at_the_runs_start_and_lets_bash_write_everywhere(project, write_loop):
@@ -66,3 +67,5 @@ def test_sandbox_off_is_told_at_the_runs_start_and_lets_bash_write_everywhere(pr
     assert len(told) == 1 and "sandbox off" in told[0]
     assert (project / ".odin-loop" / "evil").exists()  # what off allows, as the warning says
     assert json.loads((engine.run_dir(state.run_id) / "loop.json").read_text())["stages"] == []
+    report = (engine.run_dir(state.run_id) / "report.md").read_text()
+    assert f"- **sandbox**: {told[0]}" in report  # the report says it too
