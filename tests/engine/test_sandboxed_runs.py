@@ -69,3 +69,21 @@ def test_sandbox_off_is_told_at_the_runs_start_and_lets_bash_write_everywhere(pr
     assert json.loads((engine.run_dir(state.run_id) / "loop.json").read_text())["stages"] == []
     report = (engine.run_dir(state.run_id) / "report.md").read_text()
     assert f"- **sandbox**: {told[0]}" in report  # the report says it too
+
+
+def test_sandbox_bwrap_where_it_cannot_run_refuses_the_run_before_it_exists(project, write_loop, monkeypatch):
+    import sys
+
+    from odin_magic.core import sandbox
+    from odin_magic.engine.orchestrator import Engine
+
+    write_loop(LOOP.format(extra="sandbox: bwrap"))
+    monkeypatch.setattr(sys, "platform", "darwin")  # where bubblewrap cannot run
+    sandbox.probe.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable, match="sandbox: bwrap was asked for, but the sandbox needs Linux"):
+            Engine(project).start("boxed", "t", dry=True)
+    finally:
+        monkeypatch.undo()
+        sandbox.probe.cache_clear()
+    assert not (project / ".odin-loop" / "runs").exists() or not any((project / ".odin-loop" / "runs").iterdir())
