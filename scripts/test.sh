@@ -7,7 +7,9 @@
 #   - as root, when Debian's chromium is missing (/usr/bin/chromium, needed by the one browser
 #     test), `apt-get update` and `apt-get install chromium` with its dependencies, system-wide;
 #   - as root, when git is missing (the checkpoints, odin_magic/runs/checkpoints.py, need it),
-#     `apt-get install git` the same way.
+#     `apt-get install git` the same way;
+#   - as root, when bwrap is missing (the sandbox of a stage's commands, odin_magic/core/sandbox.py,
+#     and its tests need it), `apt-get install bubblewrap` the same way.
 #   Not as root, nothing outside the venv: the browser test is then skipped.
 #
 # `bash scripts/test.sh --no-browser` leaves the browser out: no chromium, and pytest -m "not browser".
@@ -36,6 +38,11 @@ if ! command -v git >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
   echo "installing git for the checkpoints (apt)"
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null
+fi
+if ! command -v bwrap >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing bubblewrap for the sandbox (apt)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
 fi
 cd "$repo"
 exec "$ODIN_PY" -m pytest ${args[@]+"${args[@]}"}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Mapping, Protocol
 
 from odin_magic.core.processes import GuardedCommand, Output
+from odin_magic.core.sandbox import SEAM_VARS, SandboxPolicy, SandboxUnavailable, clean_env
 from odin_magic.core.secrets import redact_text
 
 DEFAULT_COMMAND_TIMEOUT = 600.0
@@ -62,13 +63,20 @@ def _tail(f) -> str:
 _FORCED_COLOUR = ("FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR")
 
 
-def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
+def command_env(project_dir: Path, run_dir: Path, run_id: str, stage_id: str,
+                sandbox: SandboxPolicy | None = None) -> dict[str, str]:
     """The environment of gate commands (and of the worker's bash tool): the process's own,
     less every ``ANTHROPIC_*`` variable, so that ``env`` or ``$ANTHROPIC_API_KEY`` does not show the key.
 
     A command can still find it elsewhere (``/proc/$PPID/environ`` when run as root, a
-    file): what it prints is redacted (:mod:`odin_magic.core.secrets`) before it is recorded."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in _FORCED_COLOUR}
+    file): what it prints is redacted (:mod:`odin_magic.core.secrets`) before it is recorded.
+    With an active ``sandbox`` policy, it carries the policy (:mod:`odin_magic.core.sandbox`: the
+    command then runs under bwrap) and no configured secret either."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ANTHROPIC_") and k not in _FORCED_COLOUR and k not in SEAM_VARS}
+    if sandbox is not None and sandbox.active:
+        env = clean_env(env)
+        env.update(sandbox.env_vars())
     env.update(
         ODIN_PROJECT_DIR=str(project_dir),
         ODIN_RUN_DIR=str(run_dir),
@@ -83,8 +91,9 @@ class CommandEnv(Mapping):
     """:func:`command_env`, copied from the process's environment when first used: a stage whose gate runs
     no command (a judge-only gate, a dry run) does not pay for it at every transition."""
 
-    def __init__(self, project_dir: Path, run_dir: Path, run_id: str, stage_id: str):
-        self._args = (project_dir, run_dir, run_id, stage_id)
+    def __init__(self, project_dir: Path, run_dir: Path, run_id: str, stage_id: str,
+                 sandbox: SandboxPolicy | None = None):
+        self._args = (project_dir, run_dir, run_id, stage_id, sandbox)
         self._env: dict[str, str] | None = None
 
     def _built(self) -> dict[str, str]:
@@ -112,7 +121,7 @@ def run_command(command: CommandSpec, cwd: Path, env: Mapping[str, str]) -> Comm
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             guarded = GuardedCommand(command.cmd, cwd=cwd, env=env, output=Output(out, err), record_dir=run_dir)
-        except OSError as exc:
+        except (OSError, SandboxUnavailable) as exc:
             return CommandEvidence(command.cmd, None, False, 0.0, "", f"could not start: {exc}")
         timed_out = False
         try:

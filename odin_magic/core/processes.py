@@ -233,11 +233,19 @@ class GuardedCommand:
 
     def __init__(self, cmd: str, *, cwd: Path, env: Mapping[str, str], output: Output, record_dir: Path | None,
                  kind: str = "gate"):
+        from odin_magic.core.sandbox import wrap  # not at the top: this file also runs alone (the shell guard)
+
         preexec = _die_with_parent(os.getpid()) if _prctl is not None else None
-        self.proc = subprocess.Popen(
-            ["/bin/sh", "-c", GUARD, "odin-guard", cmd], cwd=cwd, env=env, stdin=subprocess.PIPE,
-            stdout=output.stdout, stderr=output.stderr, start_new_session=True, preexec_fn=preexec,
-        )
+        boxed = wrap(["/bin/sh", "-c", GUARD, "odin-guard", cmd], Path(cwd), env)  # bwrap when env says so
+        self._placeholders = boxed.created
+        try:
+            self.proc = subprocess.Popen(
+                boxed.argv, cwd=cwd, env=boxed.env, stdin=subprocess.PIPE,
+                stdout=output.stdout, stderr=output.stderr, start_new_session=True, preexec_fn=preexec,
+            )
+        except BaseException:
+            self._drop_placeholders()
+            raise
         self.record: Record | None = None
         try:
             if record_dir is not None:
@@ -296,6 +304,14 @@ class GuardedCommand:
         if self.record is not None:
             self.record.forget()
             self.record = None
+        if self.proc.returncode is not None:
+            self._drop_placeholders()
+
+    def _drop_placeholders(self) -> None:
+        from odin_magic.core.sandbox import drop_placeholders
+
+        drop_placeholders(self._placeholders)
+        self._placeholders = []
 
 
 # -- the bash tool's shell ---------------------------------------------------------------------
@@ -304,9 +320,11 @@ class GuardedCommand:
 SHELL_GUARD_BASH = Path(__file__).with_name("shell_guard.bash")
 
 
-def shell_guard_env(run_dir: Path) -> dict[str, str]:
-    """Variables that put the bash tool's shell (started by the SDK) under :func:`shell_guard`."""
+def shell_guard_env(run_dir: Path, shell: list[str] | None = None) -> dict[str, str]:
+    """Variables that put the bash tool's shell (started by the SDK) under :func:`shell_guard`;
+    ``shell``: the real shell's command line when not plain bash (under bwrap: the sandbox)."""
     return {
+        **({"ODIN_GUARD_SANDBOX": json.dumps(shell)} if shell else {}),
         "BASH_ENV": str(SHELL_GUARD_BASH),
         "ODIN_GUARD_PYTHON": sys.executable,
         "ODIN_GUARD_SCRIPT": str(Path(__file__).resolve()),
@@ -327,6 +345,8 @@ def shell_guard() -> int:
     run_dir = os.environ.pop("ODIN_GUARD_RECORDS", "")
     os.environ.pop("ODIN_GUARD_PYTHON", None)
     os.environ.pop("ODIN_GUARD_SCRIPT", None)
+    boxed = os.environ.pop("ODIN_GUARD_SANDBOX", "")  # the shell's bwrap command line (the driver made it)
+    shell_argv = json.loads(boxed) if boxed else ["/bin/bash", "--noprofile", "--norc"]
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if driver and os.getppid() != driver:
@@ -338,7 +358,7 @@ def shell_guard() -> int:
         if run_dir and os.path.isdir(run_dir):
             record_group(Path(run_dir), pgid, "bash", "the bash tool's shell", driver=driver or None)
     except OSError:  # the shell must work even so: carry on as a plain shell
-        os.execv("/bin/bash", ["/bin/bash", "--noprofile", "--norc"])
+        os.execv(shell_argv[0], shell_argv)
 
     def end_group(*_: Any) -> None:
         # this guard included. The record stays: the SDK may SIGKILL the guard at any moment once the
@@ -347,7 +367,7 @@ def shell_guard() -> int:
 
     signal.signal(signal.SIGTERM, end_group)
     signal.signal(signal.SIGHUP, end_group)
-    shell = subprocess.Popen(["/bin/bash", "--noprofile", "--norc"])
+    shell = subprocess.Popen(shell_argv)
     shell.wait()
     end_group()
     return 0

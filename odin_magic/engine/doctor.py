@@ -1,6 +1,7 @@
 """``odin doctor``: what the engine will do in this project, checked before a run.
 
-For now it tells the regression gate's choice (:mod:`odin_magic.engine.regression`): the command chosen for
+It tells whether the sandbox of the stages' commands works here (:mod:`odin_magic.core.sandbox`: bubblewrap,
+with the reason when it does not) and the regression gate's choice (:mod:`odin_magic.engine.regression`): the command chosen for
 the project and why, the other test commands the project offers (which lose), whether the chosen command's
 program can run here, and each loop of the catalog whose ``regression:`` overrides the project's choice.
 
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from odin_magic.core import sandbox
 from odin_magic.core.errors import OdinError
 from odin_magic.engine.regression import Suite, candidates, suite_for
 from odin_magic.loop.catalog import LoopCatalog
@@ -31,10 +33,26 @@ class Doctor:
     also_found: list[dict] = field(default_factory=list)  # the other candidates, in the order of choice
     loops: list[dict] = field(default_factory=list)  # loops whose regression: overrides the project's choice
     problems: list[dict] = field(default_factory=list)  # {"what", "fix"}
+    sandbox: dict = field(default_factory=dict)  # {"works", "reason", "setting"}: see sandbox_check
 
     def to_dict(self) -> dict:
-        return {"project": self.project, "regression": self.regression, "also_found": self.also_found,
-                "loops": self.loops, "problems": self.problems}
+        return {"project": self.project, "sandbox": self.sandbox, "regression": self.regression,
+                "also_found": self.also_found, "loops": self.loops, "problems": self.problems}
+
+
+def sandbox_check(problems: list[dict]) -> dict:
+    """Whether bubblewrap works here and why not; the user's ``ODIN_SANDBOX`` (None: each loop's ``sandbox:``).
+    ``ODIN_SANDBOX=bwrap`` where it cannot run is a problem (every run would be refused)."""
+    found = sandbox.probe()
+    try:
+        setting = sandbox.user_mode()
+    except OdinError as exc:
+        problems.append({"what": exc.message, "fix": exc.hint or ""})
+        setting = None
+    if setting == "bwrap" and not found.works:
+        problems.append({"what": f"{sandbox.USER_VAR}=bwrap, but {found.reason}: every run would be refused",
+                         "fix": f"{sandbox.INSTALL_HINT}, or set {sandbox.USER_VAR}=auto"})
+    return {"works": found.works, "reason": found.reason, "setting": setting}
 
 
 def missing_program(command: str) -> str | None:
@@ -93,6 +111,7 @@ def diagnose(project: Path) -> Doctor:
     project = Path(project)
     found = candidates(project)
     problems: list[dict] = []
+    boxed = sandbox_check(problems)
     chosen = _chosen(found[0], problems) if found else None
-    return Doctor(project=str(project.resolve()), regression=chosen,
+    return Doctor(project=str(project.resolve()), regression=chosen, sandbox=boxed,
                   also_found=[s.to_dict() for s in found[1:]], loops=_loop_overrides(project), problems=problems)

@@ -19,6 +19,7 @@ from typing import Any
 from odin_magic.engine import completion, frozen, gates, judging, mutation, scope
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
+from odin_magic.loop.sandboxing import stage_sandbox
 from odin_magic.loop.schema import Stage
 from odin_magic.runs.checkpoints import StageCheckpoint
 from odin_magic.runs.state import Usage
@@ -85,7 +86,8 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
     return StageGate(
         stage=stage, produces=produces, judge_job=judge_job, sink=sink,
         judge=runner if runner is not None and hasattr(runner, "judge") else s.worker,
-        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id), cwd=engine.project_dir,
+        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id,
+                             stage_sandbox(s.loop, stage, engine.project_dir, s.handle.run_dir)), cwd=engine.project_dir,
         run_commands=st.dry is None or st.dry.run_commands, on_command=on_command, find_context=find_context,
         engine=engine, session=s, execution=execution)
 

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
-from odin_magic.engine import forking, pauses, rewind, stage as stage_run
+from odin_magic.engine import forking, pauses, rewind, sandboxing, stage as stage_run
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
     damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
@@ -103,6 +103,7 @@ class Engine:
             worker: Worker = DryWorker(dry, self._stop)
         else:
             worker = self._model_worker()
+        unsandboxed = sandboxing.check(loop)  # `sandbox: bwrap` where bwrap cannot run: refused before a run exists
         with self._driving():
             now = self.clock()
             at = stamp(now)
@@ -128,6 +129,7 @@ class Engine:
                 raise RunLocked("another process is creating a run in this project", hint="try again") from None
             with self._held(Session(handle, loop, worker)) as s:
                 self._emit("run_started", s.state, text=f"{loop.name}: {task}", data={"dry": dry is not None})
+                sandboxing.tell(self, s, unsandboxed)
                 return self._drive(s)
 
     def run(self) -> RunState:

@@ -9,7 +9,7 @@ diagnostics that point at the file, line and field.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -214,6 +214,11 @@ class Stage(_Strict):
         "write anywhere, this narrows 'anywhere'); other changes are reverted and fail the gate.",
     )
     gate: Gate = Field(description="How the stage's work is judged before the run advances.")
+    network: bool | None = Field(
+        default=None,
+        description="Whether this stage's commands (bash, gate, post_edit) may use the network in the sandbox; "
+        "default: the loop's `network`.",
+    )
 
     @property
     def resolved_agent(self) -> ResolvedAgent:
@@ -283,7 +288,21 @@ class Loop(_Strict):
         description="Project memory: at each run's end, append decisions and lessons to .odin-loop/memory/, "
         "and hand the relevant ones to later runs' workers and judges; false turns both off.",
     )
+    sandbox: Literal["auto", "bwrap", "off"] = Field(
+        default="auto",
+        description="Where a stage's commands (the worker's bash, gate commands, post_edit, regression, mutants) run: "
+        "bwrap (bubblewrap: the project writable but .odin-loop/ and .git/, no network, no secrets), off, or auto "
+        "(bwrap when it works here, else off with a warning). The ODIN_SANDBOX environment variable, when set, wins.",
+    )
+    network: bool = Field(
+        default=False, description="Whether the stages' sandboxed commands may use the network (a stage may say otherwise)."
+    )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
 
     @field_validator("post_edit", mode="after")
     @classmethod
@@ -295,6 +314,10 @@ class Loop(_Strict):
             if stage.id == stage_id:
                 return stage
         raise KeyError(stage_id)
+
+    def network_for(self, stage: Stage) -> bool:
+        """Whether ``stage``'s sandboxed commands may use the network: the stage's say, else the loop's."""
+        return self.network if stage.network is None else stage.network
 
     def stage_ids(self) -> list[str]:
         return [s.id for s in self.stages]

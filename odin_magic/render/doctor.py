@@ -10,9 +10,20 @@ def _suite(data: dict) -> str:
     return f"`{data['command']}` ({data['why']})"
 
 
+def _sandbox(box: dict) -> list[str]:
+    if not box:
+        return []
+    setting = f" (ODIN_SANDBOX={box['setting']})" if box.get("setting") else ""
+    if box.get("works"):
+        line = "sandbox: bubblewrap works here: a stage's commands run under bwrap (unless a loop says `sandbox: off`)"
+        return [line + (f"; the setting turns it off{setting}" if box.get("setting") == "off" else "")]
+    return [f"sandbox: does not work here: {box.get('reason')}",
+            f"  runs with `sandbox: auto` are unsandboxed (told at their start){setting}"]
+
+
 def render_doctor(data: dict) -> str:
     """The text ``odin doctor`` prints."""
-    lines = [f"project: {data['project']}", ""]
+    lines = [f"project: {data['project']}", *_sandbox(data.get("sandbox") or {}), ""]
     chosen = data.get("regression")
     if chosen is None:
         lines.append("regression suite: none detected (the project declares no test command and has no "

@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from odin_magic.runs import evidence as gate_evidence
+from odin_magic.runs.errors import RunCorrupt
+from odin_magic.runs.log import LOG_NAME, iter_log
+from odin_magic.runs.records import Notice
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import RunState, Usage
 from odin_magic.render.text import cost_text, history_with_reverts
@@ -50,6 +53,7 @@ class _Gathered:
     completion: dict | None = None
     mutations: list[tuple[str, dict]] = field(default_factory=list)
     interview: Any = None  # InterviewState, when the run had a deep interview
+    unsandboxed: str | None = None  # the run-start warning that the run is unsandboxed (engine/sandboxing.py)
 
 
 def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
@@ -59,8 +63,21 @@ def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
         return {}
 
 
+def _unsandboxed(run_dir: Path, first: int = 20) -> str | None:
+    """The run-start notice that the run is unsandboxed, among the log's first records (it follows run start)."""
+    try:
+        for i, record in enumerate(iter_log(run_dir / LOG_NAME)):
+            if isinstance(record, Notice) and record.text.startswith("sandbox ") and "unsandboxed" in record.text:
+                return record.text
+            if i >= first:
+                break
+    except (OSError, RunCorrupt):
+        return None
+    return None
+
+
 def _gather(state: RunState, run_dir: Path) -> _Gathered:
-    g = _Gathered()
+    g = _Gathered(unsandboxed=_unsandboxed(run_dir))
     with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for the whole history
         for entry in state.history:
             ev = _read_evidence(reader, entry.evidence) if entry.evidence else {}
@@ -119,6 +136,8 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
             f"- **started**: {state.started_at}" + (f", **ended**: {state.ended_at}" if state.ended_at else ""),
             f"- **duration**: {_duration(state.started_at, state.ended_at)}",
             f"- **loopbacks**: {state.total_iterations}/{state.max_iterations}"]
+    if g.unsandboxed:
+        head.append(f"- **sandbox**: {g.unsandboxed}")
     if state.failure_reason:
         head.append(f"- **why it failed**: {state.failure_reason}")
     if state.status == "blocked" and state.blocked is not None:

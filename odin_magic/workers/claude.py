@@ -43,6 +43,8 @@ from pydantic import ValidationError
 
 from odin_magic.workers.config import Settings, usage_with_cost
 from odin_magic.core.processes import reap_orphans
+from odin_magic.core.sandbox import drop_placeholders
+from odin_magic.loop.sandboxing import stage_sandbox
 from odin_magic.loop.roles import STUB_DIR, load_persona, policy_for
 from odin_magic.core.secrets import redact
 from odin_magic.loop.schema import Loop
@@ -60,7 +62,7 @@ from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
 from odin_magic.workers.thinking import thinking_request
-from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
+from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker, sandbox_shell
 
 JUDGE_MAX_TOKENS = 4_096
 REFUSALS_FILE = "tool-refusals.jsonl"  # in the run dir: every refused tool call
@@ -239,7 +241,9 @@ class ClaudeWorker:
         async with AsyncExitStack() as stack:
             client = self._client_factory()
             stack.push_async_callback(client.close)
-            env = bash_environment(Path(job.project_dir), Path(job.run_dir), job.run_id, stage_id)
+            env = bash_environment(Path(job.project_dir), Path(job.run_dir), job.run_id, stage_id,
+                                   stage_sandbox(job.loop, job.stage, Path(job.project_dir), Path(job.run_dir)))
+            stack.callback(drop_placeholders, sandbox_shell(env, Path(job.project_dir)))
             ctx = await stack.enter_async_context(
                 AgentToolContext(workdir=str(job.project_dir), allowed_roots=[Path(job.run_dir)], env=env)
             )

@@ -41,6 +41,7 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_tools
 from odin_magic.core.commands import command_env, run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
+from odin_magic.core.sandbox import SandboxPolicy, wrap
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
 from odin_magic.core.secrets import redact
@@ -105,15 +106,27 @@ def own_inode(target: Path) -> None:
         raise
 
 
-def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str) -> dict[str, str]:
+def bash_environment(project_dir: Path, run_dir: Path, run_id: str, stage_id: str,
+                     sandbox: SandboxPolicy | None = None) -> dict[str, str]:
     """The bash tool's environment: the gate commands' own (so the model can run a gate command
     exactly as the gate will; it carries no ``ANTHROPIC_*`` variable). The shell puts itself
     under odin's shell guard (a process group of its own that dies with the driver,
-    :mod:`odin_magic.core.processes`)."""
-    env = command_env(project_dir, run_dir, run_id, stage_id)
+    :mod:`odin_magic.core.processes`), which runs the real shell under bwrap when ``sandbox`` is active
+    (see :func:`shell_placeholders`)."""
+    env = command_env(project_dir, run_dir, run_id, stage_id, sandbox)
     env.setdefault("ODIN_TARGET_DIR", str(project_dir / "src"))
     env.update(shell_guard_env(run_dir))
     return env
+
+
+def sandbox_shell(env: dict[str, str], project_dir: Path) -> list[Path]:
+    """Put the bash tool's real shell under bwrap when ``env`` carries an active sandbox policy; the
+    empty files made so that its ``produces`` can be bound (drop them at the stage's end:
+    :func:`odin_magic.core.sandbox.drop_placeholders`)."""
+    boxed = wrap(["/bin/bash", "--noprofile", "--norc"], project_dir, env)
+    if boxed.argv[0] != "/bin/bash":
+        env.update(shell_guard_env(Path(env["ODIN_RUN_DIR"]), boxed.argv))
+    return boxed.created
 
 
 def edit_checker(commands: list[GateCommand], project_dir: Path, env: dict[str, str]) -> EditChecker:

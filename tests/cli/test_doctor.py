@@ -116,3 +116,23 @@ def test_the_notebook_shows_what_the_terminal_prints(project: Path, capsys):
     assert isinstance(shown, DoctorDisplay)
     assert shown.text() == printed.rstrip("\n")
     assert "Makefile test target" in shown._repr_html_() and shown._repr_html_().count("<pre>") == 1
+
+
+def test_the_sandbox_is_reported_with_the_reason_when_it_does_not_work(project: Path, capsys, monkeypatch):
+    from odin_magic.core import sandbox
+
+    code, out = doctor(project, capsys)
+    assert code == 0 and "sandbox: bubblewrap works here" in out  # bwrap runs on this machine (scripts/test.sh)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setenv("ODIN_SANDBOX", "bwrap")
+    sandbox.probe.cache_clear()
+    try:
+        code, out = doctor(project, capsys)
+        data = json.loads(doctor(project, capsys, "--json")[1])
+    finally:
+        monkeypatch.undo()
+        sandbox.probe.cache_clear()
+    assert code == 1 and "sandbox: does not work here: the sandbox needs Linux (bubblewrap); this is darwin" in out
+    assert "ODIN_SANDBOX=bwrap, but the sandbox needs Linux" in out  # a problem: every run would be refused
+    assert data["sandbox"] == {"works": False, "reason": "the sandbox needs Linux (bubblewrap); this is darwin",
+                               "setting": "bwrap"}

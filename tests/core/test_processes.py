@@ -28,9 +28,12 @@ GATE = ('echo start >> "$ODIN_PROJECT_DIR/runs.txt"; '
         'cut -d" " -f5 /proc/$$/stat > "$ODIN_PROJECT_DIR/ready.fifo"; '
         'sleep 5; echo end >> "$ODIN_PROJECT_DIR/runs.txt"')
 
+#: These tests read the host's process groups from inside the commands: the loops run unsandboxed
+#: (a sandboxed command sees its own PID namespace); tests/core/test_sandbox.py kills sandboxed ones.
 LOOP = yaml.safe_dump({
     "name": "slowgate",
     "max_iterations": 2,
+    "sandbox": "off",
     "stages": [{"id": "build", "produces": ["out.md"],
                 "gate": {"mode": "ai", "check": "the gate command passes", "run": [GATE]}}],
 })
@@ -197,7 +200,7 @@ BASH = ("sleep 30 & echo $(cut -d' ' -f5 /proc/$$/stat) > ready.fifo; "
 def scripted(project: Path, write_loop, tmp_path: Path) -> dict[str, str]:
     """A one-stage loop whose worker (the offline scripted model, through the real SDK) runs BASH."""
     write_loop(yaml.safe_dump({
-        "name": "shell", "max_iterations": 2,
+        "name": "shell", "max_iterations": 2, "sandbox": "off",
         "stages": [{"id": "build", "produces": ["out.md"], "gate": {"mode": "ai", "check": "out.md exists"}}],
     }))
     script = tmp_path / "script.yaml"
@@ -242,7 +245,7 @@ def test_what_a_gate_command_leaves_running_ends_with_it(project: Path, write_lo
     from odin_magic.runs.state import DryOptions
 
     write_loop(yaml.safe_dump({
-        "name": "daemon", "max_iterations": 1,
+        "name": "daemon", "max_iterations": 1, "sandbox": "off",
         "stages": [{"id": "build", "produces": ["out.md"], "gate": {
             "mode": "ai", "check": "passes",
             "run": ['sleep 60 & cut -d" " -f5 /proc/$$/stat > "$ODIN_PROJECT_DIR/pgid.txt"']}}],

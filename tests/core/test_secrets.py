@@ -32,9 +32,12 @@ PRINT_ENVIRONS = (
     "p=$(grep '^PPid:' /proc/$p/status | cut -f2); done; true"
 )
 
+#: Redaction is the defence where a command can read the key (sandbox off, or not Linux): these loops run
+#: unsandboxed; under the sandbox a command cannot find it at all (tests/core/test_sandbox.py).
 LOOP = yaml.safe_dump({
     "name": "leaky",
     "max_iterations": 2,
+    "sandbox": "off",
     "stages": [{"id": "build", "produces": ["out.md"],
                 "gate": {"mode": "ai", "check": "out.md exists", "run": [PRINT_ENVIRONS]}}],
 })
@@ -119,7 +122,7 @@ def test_the_key_never_reaches_a_notebooks_outputs_or_live_view(tmp_path: Path, 
     loops = tmp_path / ".odin-loop" / "loops"
     loops.mkdir(parents=True)
     (loops / "leaky.yaml").write_text(yaml.safe_dump({
-        "name": "leaky", "max_iterations": 1,
+        "name": "leaky", "max_iterations": 1, "sandbox": "off",
         "stages": [{"id": "build", "produces": ["out.md"],
                     "gate": {"mode": "ai", "check": "out.md exists", "run": [KEY_LAST]}}],
     }))

@@ -270,7 +270,7 @@ def test_a_stepped_last_stage_is_checked_before_its_approval_can_end_the_run(pro
         max_iterations: 3
         stages:
           - id: plan
-            produces: [plan.md]
+            produces: [plan.md, acceptance.yaml]
             gate:
               mode: ai
               check: planned

@@ -163,7 +163,8 @@ def test_different_failures_without_progress_still_fail_the_run(project, write_l
         "n = len(count.read_text()) if count.exists() else 0\n"
         "count.write_text('x' * (n + 1))\n"
         "sys.exit('failure kind ' + 'abc'[n % 3])\n")
-    command_loop(write_loop, "python varies.py", max_iterations=10, extra="max_no_progress: 3")
+    # the counter lives in the run dir, which a sandboxed gate command cannot write: this loop runs unsandboxed
+    command_loop(write_loop, "python varies.py", max_iterations=10, extra="max_no_progress: 3\n    sandbox: 'off'")
     engine, _ = scripted_engine(project, SCRIPT)
     state = engine.start("cmd", "t")
     assert state.status == "failed" and "no progress: 3 consecutive loopbacks" in state.failure_reason

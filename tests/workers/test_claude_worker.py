@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,7 @@ def test_retries_running_out_stop_the_stage_resumably(project: Path, fake: FakeM
 
 
 def test_bash_shell_does_not_outlive_the_stage(project: Path, fake: FakeMessages):
-    loop = loop_from(LOOP)
+    loop = loop_from(LOOP).model_copy(update={"sandbox": "off"})  # $$ is a host pid only outside the sandbox
     fake.tool("bash", {"command": "echo $$ > shell.pid"})
     fake.reply("ok")
     worker = worker_for(fake)
@@ -180,6 +181,39 @@ def test_bash_shell_does_not_outlive_the_stage(project: Path, fake: FakeMessages
         return Path(f"/proc/{pid}/status").read_text().count("zombie") > 0
 
     assert asyncio.run(stage_then_check())
+
+
+def test_a_sandboxed_bash_shell_and_its_jobs_do_not_outlive_the_stage(project: Path, fake: FakeMessages):
+    from odin_magic.core.sandbox import probe
+
+    if not probe().works:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    marker = f"odin-shell-job-{os.getpid()}-{id(fake)}"
+    loop = loop_from(LOOP).model_copy(update={"sandbox": "bwrap"})
+    fake.tool("bash", {"command": f"(exec -a {marker} sleep 300) & echo started; echo x > .odin-loop/evil; echo $?"})
+    fake.reply("ok")
+
+    def running() -> list[int]:
+        out = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(marker.encode()):
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+        return out
+
+    worker_for(fake).perform(stage_job(loop, "build", project), Events())
+    assert "Read-only file system" in json.dumps(fake.requests[-1].body)  # the shell cannot write .odin-loop/
+    assert not (project / ".odin-loop" / "evil").exists()
+    for pid in running():  # the kernel ends the sandbox's PID namespace: wait on each process, not a clock
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        select.select([fd], [], [], 10)
+        os.close(fd)
+    assert running() == []
 
 
 def test_bash_does_not_see_the_api_key(project: Path, fake: FakeMessages, monkeypatch):
