@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterator
 
 import filelock
 
-from odin_magic.core.atomic import write_atomic
+from odin_magic.core.atomic import open_append, write_atomic
+from odin_magic.core.confine import LinkInPath
 from odin_magic.core.errors import RunLocked
 from odin_magic.core.processes import reap_orphans
 from odin_magic.core.secrets import redact
@@ -177,9 +178,12 @@ class RunLock:
     def __init__(self, run_dir: Path, run_id: str):
         self.run_id = run_id
         self.sidecar = run_dir / DRIVER_NAME
+        self._run_dir = run_dir
         self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
 
     def acquire(self, command: str, since: str) -> None:
+        if os.path.islink(self._lock.lock_file):  # the lock file is opened by name: never through a link
+            raise LinkInPath.at(self._lock.lock_file, self._run_dir)
         try:
             self._lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -188,7 +192,7 @@ class RunLock:
                 hint="only one process drives a run at a time: wait for it to pause or finish, or stop it there",
             ) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": since}
-        write_atomic(self.sidecar, json.dumps(info))
+        write_atomic(self.sidecar, json.dumps(info), within=self._run_dir)
 
     def release(self) -> None:
         try:
@@ -226,7 +230,7 @@ class RunHandle:
         self.run_dir = run_dir
         self.state = state
         self._lock = lock
-        self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
+        self._log = open_append(run_dir / LOG_NAME, run_dir, binary=True)  # never through a link
         # gate evidence, appended before the gate record that names it; a line no record names is cut off
         last = next((e.evidence for e in reversed(state.history) if e.evidence), None) if state is not None else None
         self.evidence = EvidenceLog(run_dir, last, cut_unnamed=True)
@@ -286,7 +290,7 @@ class RunHandle:
 
     def save(self) -> None:
         """Bring state.json up to date with the log (atomically)."""
-        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state))  # never whole in memory
+        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state), within=self.run_dir)  # never whole in memory
         self._saved_seq = self.state.log_seq
         self._saved_at = time.monotonic()
         self._appended = 0
@@ -395,8 +399,8 @@ class RunStore:
 
     def mark_abandoned(self, run_id: str, at: str, command: str) -> None:
         """Give up a damaged run: a mark beside it (its log is not written: it cannot be trusted)."""
-        write_atomic(self.run_dir(run_id) / ABANDONED_MARK,
-                     json.dumps({"abandoned_at": at, "command": command}, indent=1))
+        d = self.run_dir(run_id)
+        write_atomic(d / ABANDONED_MARK, json.dumps({"abandoned_at": at, "command": command}, indent=1), within=d)
 
     def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
         """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
