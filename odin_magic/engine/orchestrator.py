@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
-from odin_magic.engine import forking, pauses, rewind, stage as stage_run
+from odin_magic.engine import forking, pauses, rewind, stage as stage_run, tamper
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
     damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
@@ -322,6 +322,8 @@ class Engine:
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             if action is not None:
                 require_status(handle.state, action)
+            if need_worker:  # a loop.json changed since the run started is never executed: the run is blocked
+                tamper.check_on_open(self, handle)
             loop = self.loop_for(handle.run_id)
             worker = self._worker_for(handle.state) if need_worker else None
         except BaseException:

@@ -5,7 +5,7 @@ record (:mod:`odin_magic.engine.gate_record`)."""
 from __future__ import annotations
 
 from odin_magic.core.confine import Confinement, PathEscapes
-from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief
+from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief, tamper
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
@@ -19,7 +19,10 @@ Places = tuple[dict[str, Placement], dict[str, Placement]]
 
 
 def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
-    """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it."""
+    """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it; nothing
+    when the run's loop.json changed since the run started (the run is then blocked)."""
+    if not tamper.loop_intact(engine, s):
+        return
     st = s.state
     agent = stage.resolved_agent
     produces, consumes = stage_placements(engine, s, stage)

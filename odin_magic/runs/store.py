@@ -29,6 +29,7 @@ by readers and cut off by the next driver.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -245,10 +246,28 @@ class RunHandle:
         except OSError:
             self._state_bytes = 0
         self.closed = False
+        self._loop_sha256: str | None = None  # read from the log's created record when first asked
 
     @property
     def run_id(self) -> str:
         return self.state.run_id
+
+    def loop_changed(self) -> str | None:
+        """Why the run's ``loop.json`` is not the loop it started with (its sha256 differs from the one its
+        ``created`` record holds: a worker without a sandbox rewrote it), or None. Runs of versions that
+        recorded no hash are taken as they are."""
+        if self._loop_sha256 is None:
+            with contextlib.closing(iter_log(self.run_dir / LOG_NAME)) as records:
+                first = next(records, None)
+            self._loop_sha256 = (first.get("loop_sha256") if first is not None else None) or ""
+        if not self._loop_sha256:
+            return None
+        path = self.run_dir / LOOP_NAME
+        now = file_sha256(path)
+        if now == self._loop_sha256:
+            return None
+        how = "removed or unreadable" if now is None else f"sha256 {now[:12]}…, not {self._loop_sha256[:12]}…"
+        return f"loop.json was changed outside odin since the run started: {path} ({how})"
 
     def record(self, type: RecordType | str, at: str, *, save: bool | None = None, sync: bool = True,
                **fields: Any) -> Record:
@@ -438,8 +457,9 @@ class RunStore:
         d.mkdir(parents=True, exist_ok=True)
         for stale in (LOG_NAME, STATE_NAME):
             (d / stale).unlink(missing_ok=True)
-        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1))
-        (d / LOG_NAME).touch()
+        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1), within=d)
+        created = {**created, "loop_sha256": file_sha256(d / LOOP_NAME)}  # what the run's loop must stay
+        open_append(d / LOG_NAME, d).close()
         _fsync_dir(d)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
@@ -501,6 +521,19 @@ class RunStore:
             raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
                              hint="restore it from a backup, or move the run's directory away")
         return data
+
+
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of the file at ``path`` (never through a symbolic link in its place); None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _lost_log(run_dir: Path) -> bool:
