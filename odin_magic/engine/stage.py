@@ -104,8 +104,15 @@ def stage_job(engine, s: Session, stage: Stage, places: Places) -> StageJob:
         run_dir=s.handle.run_dir, agent=stage.resolved_agent, consumes={k: v.path for k, v in consumes.items()},
         produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
         last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
-        memory=memory.relevant(engine.project_dir, stage, s.loop), spent=st.usage.total,
+        memory=memory.relevant(engine.project_dir, stage, s.loop, tell=lambda text: _forged(engine, s, stage, text)),
+        spent=st.usage.total,
     )
+
+
+def _forged(engine, s: Session, stage: Stage, text: str) -> None:
+    """Memory entries odin did not write were left out of the stage's brief: recorded and told."""
+    engine._record(s, RecordType.NOTICE, stage=stage.id, text=text)
+    engine._emit("notice", s.state, stage=stage.id, text=text)
 
 
 def interview_runner_for(engine, s: Session, stage: Stage) -> InterviewRunner | None:
