@@ -32,7 +32,7 @@ stages:
 """
 
 # the build stage's bash deletes the next stage's gate command from the run's copy of its loop
-UNGATE = f"""
+UNGATE = """
 import json, os
 path = os.path.join(os.environ["ODIN_RUN_DIR"], "loop.json")
 loop = json.load(open(path))
