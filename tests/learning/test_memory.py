@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from support.fake_messages import FakeMessages
 from odin_magic.learning import memory
