@@ -3,8 +3,8 @@
 Without a sandbox (``sandbox: off``, or no bubblewrap) a worker's ``bash`` can rewrite
 ``$ODIN_RUN_DIR/loop.json``, e.g. delete the next stage's ``gate.run`` or ``scope``. The run records
 the file's sha256 in its ``created`` record (:meth:`odin_magic.runs.store.RunHandle.loop_changed`);
-the engine compares it when it opens the run to drive it (a resume, an approve, an answer) and as each
-stage starts. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the
+the engine compares it when it opens the run to drive it (a resume, an approve, an answer), as each
+stage starts, and before a fork copies it. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the
 changed loop is never executed.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from odin_magic.core.errors import RunRefused
 from odin_magic.engine.session import Session
 from odin_magic.runs.records import RecordType, StatePatch
-from odin_magic.runs.store import RunHandle
+from odin_magic.runs.store import RunHandle, loop_changed
 
 FIX = ("revert it (put back the loop the run started with) and `odin run` continues; "
        "or `odin abandon` and start a new run")
@@ -38,12 +38,19 @@ def _block(engine, handle: RunHandle, why: str) -> None:
 
 
 def check_on_open(engine, handle: RunHandle) -> None:
-    """Before the run's loop is read to drive it: :class:`LoopTampered` (the run blocked) when loop.json changed."""
+    """Before the run's loop drives anything: :class:`LoopTampered` (the run blocked) when loop.json changed."""
     why = handle.loop_changed()
     if why is None:
         return
     _block(engine, handle, why)
     raise LoopTampered(f"run {handle.run_id} is blocked: {why}", hint=FIX)
+
+
+def check_source(engine, run_id: str) -> None:
+    """Before a run's loop is copied into a fork: :class:`LoopTampered` when its loop.json changed."""
+    why = loop_changed(engine.store.run_dir(run_id))
+    if why is not None:
+        raise LoopTampered(f"run {run_id} cannot be forked: {why}", hint=FIX)
 
 
 def loop_intact(engine, s: Session) -> bool:

@@ -253,21 +253,10 @@ class RunHandle:
         return self.state.run_id
 
     def loop_changed(self) -> str | None:
-        """Why the run's ``loop.json`` is not the loop it started with (its sha256 differs from the one its
-        ``created`` record holds: a worker without a sandbox rewrote it), or None. Runs of versions that
-        recorded no hash are taken as they are."""
+        """:func:`loop_changed` of this run (the hash its log holds is read once)."""
         if self._loop_sha256 is None:
-            with contextlib.closing(iter_log(self.run_dir / LOG_NAME)) as records:
-                first = next(records, None)
-            self._loop_sha256 = (first.get("loop_sha256") if first is not None else None) or ""
-        if not self._loop_sha256:
-            return None
-        path = self.run_dir / LOOP_NAME
-        now = file_sha256(path)
-        if now == self._loop_sha256:
-            return None
-        how = "removed or unreadable" if now is None else f"sha256 {now[:12]}…, not {self._loop_sha256[:12]}…"
-        return f"loop.json was changed outside odin since the run started: {path} ({how})"
+            self._loop_sha256 = recorded_loop_sha256(self.run_dir) or ""
+        return loop_changed(self.run_dir, self._loop_sha256)
 
     def record(self, type: RecordType | str, at: str, *, save: bool | None = None, sync: bool = True,
                **fields: Any) -> Record:
@@ -521,6 +510,28 @@ class RunStore:
             raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
                              hint="restore it from a backup, or move the run's directory away")
         return data
+
+
+def recorded_loop_sha256(run_dir: Path) -> str | None:
+    """The sha256 of ``loop.json`` the run's ``created`` record holds (None: a run of an earlier version)."""
+    with contextlib.closing(iter_log(run_dir / LOG_NAME)) as records:
+        first = next(records, None)
+    return first.get("loop_sha256") if first is not None else None
+
+
+def loop_changed(run_dir: Path, recorded: str | None = None) -> str | None:
+    """Why the run's ``loop.json`` is not the loop it started with (its sha256 differs from ``recorded``, by
+    default the one its ``created`` record holds: a worker without a sandbox rewrote it), or None. Runs of
+    versions that recorded no hash are taken as they are."""
+    recorded = recorded_loop_sha256(run_dir) if recorded is None else recorded
+    if not recorded:
+        return None
+    path = run_dir / LOOP_NAME
+    now = file_sha256(path)
+    if now == recorded:
+        return None
+    how = "removed or unreadable" if now is None else f"sha256 {now[:12]}…, not {recorded[:12]}…"
+    return f"loop.json was changed outside odin since the run started: {path} ({how})"
 
 
 def file_sha256(path: Path) -> str | None:

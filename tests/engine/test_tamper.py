@@ -99,7 +99,7 @@ def test_a_loop_json_edited_before_a_pause_blocks_the_approval(project, write_lo
     assert (project / "src" / "app.py").read_text() == "print('app')\n"
 
 
-def test_a_loop_json_put_back_lets_the_run_continue(project, write_loop, tmp_path):
+def test_a_loop_json_put_back_lets_the_run_continue_from_its_pause(project, write_loop, tmp_path):
     write_loop(TWO_STAGES.format(mode="human"))
     engine, _ = scripted_engine(project, ungate_script(tmp_path))
     state = engine.start("tampered", "t")
@@ -107,10 +107,15 @@ def test_a_loop_json_put_back_lets_the_run_continue(project, write_loop, tmp_pat
     with pytest.raises(LoopTampered):
         engine.approve()
     data = json.loads(loop_json.read_text())
-    data["stages"][1]["gate"]["run"] = [{"command": "false"}]  # not byte for byte the original: still refused
+    data["stages"][1]["gate"]["run"] = ["true"]  # another gate command: still not the run's loop
     loop_json.write_text(json.dumps(data))
     with pytest.raises(LoopTampered):
         engine.run()
+    original = engine.catalog.load("tampered").model_dump(mode="json")
+    loop_json.write_text(json.dumps(original, indent=1))  # put back byte for byte
+    state = engine.run()
+    assert state.status == "awaiting_approval" and state.current_stage == "build"  # back at its pause
+    assert state.blocked is None and [h.stage for h in state.history] == ["build"]
 
 
 LINKED = """
@@ -177,3 +182,12 @@ def test_a_link_planted_at_gates_stops_the_evidence_with_one_line(project, write
     assert list((elsewhere / "gates").iterdir()) == []
     state = engine.status()
     assert state.status == "running" and state.history == []  # nothing recorded without its evidence: resumable
+
+
+def test_a_run_whose_loop_json_changed_is_not_forked(project, write_loop, tmp_path):
+    write_loop(TWO_STAGES.format(mode="ai"))
+    engine, _ = scripted_engine(project, ungate_script(tmp_path))
+    state = engine.start("tampered", "t")
+    with pytest.raises(LoopTampered, match="cannot be forked: loop.json was changed outside odin"):
+        engine.fork(1, state.run_id)
+    assert [r.run_id for r in engine.runs()] == [state.run_id]
