@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-
 from support.fake_messages import FakeMessages
 from odin_magic.learning import memory
 from odin_magic.cli import main
