@@ -60,10 +60,11 @@ def _replace(path: Path, text: str | bytes | Iterable[str], dir_fd: int | None) 
     written = 0
     fd, tmp = _create_temp(path, dir_fd)
     where = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
+    raw = isinstance(text, bytes)
     try:
-        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w", **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as f:
-            if isinstance(text, bytes):
-                written = f.write(text)
+        with (os.fdopen(fd, "wb") if raw else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            if raw:
+                written = f.write(text)  # a chart's PNG: no text to redact
             else:
                 for piece in [text] if isinstance(text, str) else text:
                     written += f.write(redact_text(piece))
