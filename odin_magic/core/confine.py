@@ -26,6 +26,25 @@ class PathEscapes(OdinError):
     """A path inside the project by name whose real path (through a symbolic link) is outside."""
 
 
+class LinkInPath(PathEscapes):
+    """A file the engine owns (in the run dir, in ``.odin-loop/``) whose path holds a symbolic link, or a hard
+    link in its place: the engine never writes through one (:mod:`odin_magic.core.atomic`)."""
+
+    @classmethod
+    def at(cls, link: Path | str, within: Path | str, hard: bool = False) -> "LinkInPath":
+        """The refusal of a write through ``link`` (a component of a path in ``within``)."""
+        shown = _show(link, within)
+        if hard:
+            what = f"{shown} is not a plain file of its own (a hard link, or not a regular file)"
+        else:
+            try:
+                what = f"{shown} is a symbolic link to {os.readlink(link)}"
+            except OSError:
+                what = f"{shown} is a symbolic link"
+        return cls(f"{what} in {within}: refused, odin never writes through a link there",
+                   hint=f"remove {link} (a worker may have planted it); odin writes its own file there")
+
+
 #: Linux: an existing path's real path is asked of the kernel (open it with O_PATH, read its
 #: /proc/self/fd link): three system calls instead of os.path.realpath's lstat per component.
 _O_PATH = getattr(os, "O_PATH", None) if os.path.isdir("/proc/self/fd") else None

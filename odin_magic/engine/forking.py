@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import filelock
 
 from odin_magic.core.errors import OdinError, RunLocked
-from odin_magic.engine import rewind
+from odin_magic.engine import rewind, tamper
 from odin_magic.engine.requirements import damaged_blocks, one_run_at_a_time
 from odin_magic.engine.session import Session, local_naive, stamp
 from odin_magic.loop.schema import Loop
@@ -35,6 +35,7 @@ def fork(engine, from_point: int | None, run_id: str | None, force: bool) -> Run
     with engine._driving():
         source = engine.status(run_id)
         point = rewind.fork_point(source, from_point)
+        tamper.check_source(engine, source.run_id)  # a loop.json changed outside odin is not carried on
         loop = engine.loop_for(source.run_id)
         plan = rewind.plan(engine.checkpoints, source, point.target, point.current_stage, point.number, force)
         undo = ForkUndo(source.run_id)

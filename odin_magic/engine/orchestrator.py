@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
-from odin_magic.engine import forking, pauses, rewind, sandboxing, stage as stage_run
+from odin_magic.engine import forking, pauses, rewind, sandboxing, stage as stage_run, tamper
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
     damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
@@ -324,7 +324,9 @@ class Engine:
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             if action is not None:
                 require_status(handle.state, action)
-            loop = self.loop_for(handle.run_id)
+            loop = self.loop_for(handle.run_id)  # one that cannot be read is damage (RunCorrupt), not tampering
+            if need_worker:  # a loop.json changed since the run started is never executed: the run is blocked
+                tamper.check_on_open(self, handle)
             worker = self._worker_for(handle.state) if need_worker else None
         except BaseException:
             handle.close()
@@ -502,18 +504,7 @@ class Engine:
 
     def _unblock(self, s: Session) -> None:
         """Continue a blocked run: an environment block re-checks the gate alone (the work is done)."""
-        blocked = s.state.blocked
-        last = s.state.history[-1] if s.state.history else None
-        paused = last is not None and last.stage == s.state.current_stage and last.gate == "ai-pending" \
-            and last.result == "pass"
-        # an unattended drive's pause goes back to being a pause: the person now at the wheel decides it
-        status = "awaiting_approval" if blocked is not None and blocked.kind == "unattended" and paused else "running"
-        # a person looked at a repeated failure: the no-progress count starts afresh, as the streak does
-        fresh = {"no_progress": 0} if blocked is not None and blocked.kind == "repeated" else {}
-        self._record(s, RecordType.UNBLOCKED, stage=s.state.current_stage,
-                     set=StatePatch(status=status, blocked=None, repeats=None, **fresh))
-        self._emit("unblocked", s.state, stage=s.state.current_stage,
-                   text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
+        blocked = pauses.unblock(self, s)
         if blocked is not None and blocked.kind == "environment" and not self._check_timeout(s):
             stage_run.run_stage(self, s, s.loop.stage(blocked.stage), stepping=False, perform=False)
 

@@ -10,6 +10,7 @@ from odin_magic.engine.requirements import done_text, never_ran
 from odin_magic.engine.session import Session, history_entry
 from odin_magic.runs import evidence as gate_evidence
 from odin_magic.runs.records import RecordType, StatePatch
+from odin_magic.runs.state import Blocked
 
 
 def block_unattended(engine, s: Session, reason: str | None = None) -> None:
@@ -22,6 +23,25 @@ def block_unattended(engine, s: Session, reason: str | None = None) -> None:
                       "for you to approve or revise"}
     engine._record(s, RecordType.BLOCKED, stage=stage, set=StatePatch(status="blocked", blocked=blocked))
     announce_block(engine, s)
+
+
+def unblock(engine, s: Session) -> Blocked | None:
+    """A blocked run continues (an ``unblocked`` record); the block it ended. A run blocked at its pause
+    (unattended, or its loop.json changed and put back) goes back to the pause."""
+    blocked = s.state.blocked
+    last = s.state.history[-1] if s.state.history else None
+    paused = last is not None and last.stage == s.state.current_stage and last.gate == "ai-pending" \
+        and last.result == "pass"
+    # the pause goes back to being a pause: the person now at the wheel decides it
+    status = "awaiting_approval" if blocked is not None and blocked.kind in ("unattended", "tampered") and paused \
+        else "running"
+    # a person looked at a repeated failure: the no-progress count starts afresh, as the streak does
+    fresh = {"no_progress": 0} if blocked is not None and blocked.kind == "repeated" else {}
+    engine._record(s, RecordType.UNBLOCKED, stage=s.state.current_stage,
+                   set=StatePatch(status=status, blocked=None, repeats=None, **fresh))
+    engine._emit("unblocked", s.state, stage=s.state.current_stage,
+                 text=f"{s.state.current_stage}: continuing after {blocked.kind if blocked else 'a block'}")
+    return blocked
 
 
 def announce_block(engine, s: Session) -> None:

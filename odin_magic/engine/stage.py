@@ -5,7 +5,7 @@ record (:mod:`odin_magic.engine.gate_record`)."""
 from __future__ import annotations
 
 from odin_magic.core.confine import Confinement, PathEscapes
-from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief
+from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief, tamper
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
@@ -19,7 +19,10 @@ Places = tuple[dict[str, Placement], dict[str, Placement]]
 
 
 def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
-    """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it."""
+    """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it; nothing
+    when the run's loop.json changed since the run started (the run is then blocked)."""
+    if not tamper.loop_intact(engine, s):
+        return
     st = s.state
     agent = stage.resolved_agent
     produces, consumes = stage_placements(engine, s, stage)
@@ -101,8 +104,15 @@ def stage_job(engine, s: Session, stage: Stage, places: Places) -> StageJob:
         run_dir=s.handle.run_dir, agent=stage.resolved_agent, consumes={k: v.path for k, v in consumes.items()},
         produces={k: v.path for k, v in produces.items()}, feedback=st.feedback,
         last_failure=last_failure, attempt=st.iterations.get(stage.id, 0),
-        memory=memory.relevant(engine.project_dir, stage, s.loop), spent=st.usage.total,
+        memory=memory.relevant(engine.project_dir, stage, s.loop, tell=lambda text: _forged(engine, s, stage, text)),
+        spent=st.usage.total,
     )
+
+
+def _forged(engine, s: Session, stage: Stage, text: str) -> None:
+    """Memory entries odin did not write were left out of the stage's brief: recorded and told."""
+    engine._record(s, RecordType.NOTICE, stage=stage.id, text=text)
+    engine._emit("notice", s.state, stage=stage.id, text=text)
 
 
 def interview_runner_for(engine, s: Session, stage: Stage) -> InterviewRunner | None:

@@ -554,7 +554,8 @@ class InterviewSession:
     def _save(self) -> None:
         for path in (self.path, self.log_path, self.spec_path):
             path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(self.state.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        state = json.dumps(self.state.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        write_atomic(self.path, state, within=self.path.parent)  # in the run dir: never through a link
         write_atomic(self.log_path, render_log(self.state))
         write_atomic(self.spec_path, render_spec(self.state))
         self._write_manifest()
@@ -566,4 +567,4 @@ class InterviewSession:
         if self.state.phase != "done" or not numbered:
             return
         run_dir = self.path.parent
-        write_atomic(run_dir / MANIFEST_NAME, render_manifest(numbered, existing_manifest(run_dir)))
+        write_atomic(run_dir / MANIFEST_NAME, render_manifest(numbered, existing_manifest(run_dir)), within=run_dir)

@@ -16,10 +16,15 @@ the most recent, at most :data:`MEMORY_CHARS` characters in all. A loop turns
 all of this off with ``memory: false``. ``odin memory`` shows, removes or
 clears entries (:class:`Memory`).
 
-Each entry is a markdown section::
+Each entry is a markdown section, sealed by odin (:mod:`odin_magic.learning.memory_seal`)::
 
-    ### m-1a2b3c4d · lesson · stage test · run 20260101-120000-bugfix · 2026-01-01T12:05:00
+    ### m-1a2b3c4d · lesson · stage test · run 20260101-120000-bugfix · 2026-01-01T12:05:00 · sig 0f1e…
     test failed 2 time(s) (gate command `pytest` exited 1: ...); it passed after looping back to implement.
+
+An entry without a valid seal (a worker's forged "a person asked: …", an edited one) is never handed to
+a run: :meth:`Memory.notices` says how many each file holds ("memory: 1 entry in decisions.md was not
+written by odin; ignored"), and the next write leaves them out. A file past :data:`MEMORY_FILE_CHARS`
+characters has its oldest entries folded into one summary entry.
 """
 
 from __future__ import annotations
@@ -27,24 +32,29 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from odin_magic.core.confine import check_confined
 from odin_magic.core.errors import UsageError
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
+from odin_magic.learning.memory_seal import SIG_CHARS, Seal
 from odin_magic.runs.log import LOG_NAME, read_log
 from odin_magic.runs.records import Record, RecordType, parse_record
 
 MEMORY_CHARS = 3_000  # what one stage is handed, at most
+MEMORY_FILE_CHARS = 200_000  # of one memory file: past it, the oldest entries are folded into a summary entry
 ENTRY_CHARS = 600  # of one entry's text
 INTERVIEW_ANSWERS = 6  # interview answers kept as decisions, per run
 FILES = {"decision": "decisions.md", "lesson": "lessons.md"}
 TITLES = {"decision": "# Decisions\n\nWhat people decided in earlier runs (written by odin at each run's end).\n",
           "lesson": "# Lessons\n\nWhat failed and what fixed it in earlier runs (written by odin at each run's end).\n"}
-_HEAD = re.compile(r"^### (m-[0-9a-f]{8}) · (decision|lesson) · stage (\S+) · run (\S+) · (\S+)\s*$")
+_HEAD = re.compile(r"^### (m-[0-9a-f]{8}) · (decision|lesson) · stage (\S+) · run (\S+) · (\S*?)"
+                   r"(?: · sig ([0-9a-f]{%d}))?\s*$" % SIG_CHARS)
+FOLDED_RUN = "folded"  # the run of a summary entry: older entries folded into one
+_FOLDED = re.compile(r"^(\d+) older entries were folded away(?: \(runs (\S+) … )?")
 
 
 @dataclass(frozen=True)
@@ -55,9 +65,15 @@ class Entry:
     run_id: str
     at: str
     text: str
+    sig: str = ""  # odin's seal (memory_seal): an entry without a valid one was not written by odin
 
     def render(self) -> str:
-        return f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}\n{self.text.strip()}\n"
+        sig = f" · sig {self.sig}" if self.sig else ""
+        return f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}{sig}\n{self.text.strip()}\n"
+
+    def content(self) -> str:
+        """What the seal covers: every field but the seal itself."""
+        return "|".join((self.id, self.kind, self.stage, self.run_id, self.at, self.text.strip()))
 
     def brief(self) -> str:
         return f"- ({self.kind}, stage {self.stage}, run {self.run_id}) {' '.join(self.text.split())}"
@@ -72,11 +88,15 @@ def _entry(kind: str, stage: str, run_id: str, at: str, text: str) -> Entry:
 
 
 class Memory:
-    """The project's memory files."""
+    """The project's memory files; ``cap``: the characters a file may hold before its oldest entries are folded."""
 
-    def __init__(self, project_dir: Path | str):
+    def __init__(self, project_dir: Path | str, cap: int = MEMORY_FILE_CHARS):
         self.project_dir = Path(project_dir)
-        self.dir = self.project_dir / ".odin-loop" / "memory"
+        self.odin_dir = self.project_dir / ".odin-loop"
+        self.dir = self.odin_dir / "memory"
+        self.seal = Seal(self.odin_dir)
+        self.cap = cap
+        self.ignored: dict[str, int] = {}  # file name -> entries the last read found without odin's seal
 
     def path(self, kind: str) -> Path:
         """The memory file of ``kind``; :class:`~odin_magic.core.confine.PathEscapes` when it (or its directory)
@@ -86,36 +106,81 @@ class Memory:
         return path
 
     def entries(self, kind: str | None = None) -> list[Entry]:
-        """Every entry, oldest first (decisions, then lessons, when ``kind`` is None)."""
+        """Every entry odin wrote, oldest first (decisions, then lessons, when ``kind`` is None); those
+        without odin's seal are left out and counted in :attr:`ignored` (:meth:`notices`)."""
         out: list[Entry] = []
+        self.ignored = {}
         if not os.path.lexists(self.dir):
             return out  # no memory yet (nothing there, not even a link: each stage asks)
+        self._seal_earlier_versions()
         for k in ([kind] if kind else list(FILES)):
-            try:
-                text = self.path(k).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                continue
-            out += _parse(text)
+            parsed = self._read(k)
+            sealed = [e for e in parsed if self.seal.valid(e.content(), e.sig)]
+            if len(sealed) < len(parsed):
+                self.ignored[FILES[k]] = len(parsed) - len(sealed)
+            out += sealed
         return out
 
+    def notices(self) -> list[str]:
+        """One line per memory file holding entries odin did not write (as the last read found them)."""
+        return [f"memory: {n} {'entry' if n == 1 else 'entries'} in {name} {'was' if n == 1 else 'were'} "
+                f"not written by odin; ignored" for name, n in self.ignored.items()]
+
+    def _read(self, kind: str) -> list[Entry]:
+        try:
+            return _parse(self.path(kind).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+
+    def _seal_earlier_versions(self) -> None:
+        """Memory an earlier version wrote (no entry sealed, no key yet) is sealed as it is, once."""
+        if self.seal.key() is not None or os.path.lexists(self.seal.path):
+            return
+        found = {k: self._read(k) for k in FILES}
+        if any(e.sig for es in found.values() for e in es):
+            return  # sealed entries and no key: the key was removed; nothing is trusted anew
+        self.seal.make()
+        for kind, entries in found.items():
+            if entries:
+                self._rewrite(kind, [self._sealed(e) for e in entries])
+
+    def _sealed(self, entry: Entry) -> Entry:
+        return replace(entry, sig=self.seal.sign(entry.content()))
+
     def append(self, entries: Iterable[Entry]) -> int:
-        """Append ``entries`` (an entry already there is not written twice); how many were new."""
+        """Add ``entries`` (an entry already there is not written twice), sealed; how many were new. The file is
+        rewritten (entries without odin's seal left out), its oldest entries folded past :attr:`cap`."""
         entries = list(entries)
-        known = {e.id for e in self.entries()}
+        existing = {k: self.entries(k) for k in FILES}
+        known = {e.id for es in existing.values() for e in es}
         added = 0
         for kind in FILES:
-            new = [e for e in entries if e.kind == kind and e.id not in known]
+            new = [self._sealed(e) for e in entries if e.kind == kind and e.id not in known]
             if not new:
                 continue
-            self.dir.mkdir(parents=True, exist_ok=True)
-            path = self.path(kind)
-            with open(path, "a", encoding="utf-8") as f:  # appended, never rewritten, as a run ends
-                if f.tell() == 0:
-                    f.write(TITLES[kind])
-                for e in new:
-                    f.write("\n" + e.render())
+            self._rewrite(kind, self._fold(kind, existing[kind] + new))
             added += len(new)
         return added
+
+    def _fold(self, kind: str, entries: list[Entry]) -> list[Entry]:
+        """``entries``, the oldest folded into one summary entry when the file would hold more than :attr:`cap`."""
+        def size(es: list[Entry]) -> int:
+            return len(TITLES[kind]) + sum(len(e.render()) + 1 for e in es)
+
+        if size(entries) <= self.cap:
+            return entries
+        folded: list[Entry] = []
+        summary_room = 400  # a summary entry's header and text
+        while len(entries) > 1 and size(entries) + summary_room > self.cap:
+            folded.append(entries.pop(0))
+        n = sum(int(m.group(1)) if e.run_id == FOLDED_RUN and (m := _FOLDED.match(e.text)) else 1 for e in folded)
+        runs = [(m.group(2) if (m := _FOLDED.match(e.text)) else None) if e.run_id == FOLDED_RUN else e.run_id
+                for e in folded]
+        runs = [r for r in runs if r]
+        span = f" (runs {runs[0]} … {runs[-1]})" if runs else ""
+        text = (f"{n} older entries were folded away{span} to keep {FILES[kind]} under {self.cap} characters; "
+                "`odin memory` lists the rest")
+        return [self._sealed(_entry(kind, "-", FOLDED_RUN, folded[-1].at, text)), *entries]
 
     def remove(self, entry_id: str) -> Entry:
         for kind in FILES:
@@ -134,7 +199,8 @@ class Memory:
         return n
 
     def _rewrite(self, kind: str, entries: list[Entry]) -> None:
-        write_atomic(self.path(kind), TITLES[kind] + "".join("\n" + e.render() for e in entries))
+        text = TITLES[kind] + "".join("\n" + e.render() for e in entries)
+        write_atomic(self.path(kind), text, within=self.odin_dir)  # memory/ made when missing; never through a link
 
 
 def _parse(text: str) -> list[Entry]:
@@ -144,7 +210,8 @@ def _parse(text: str) -> list[Entry]:
 
     def close() -> None:
         if head is not None:
-            out.append(Entry(*head.groups(), text="\n".join(body).strip()))
+            entry_id, kind, stage, run_id, at, sig = head.groups()
+            out.append(Entry(entry_id, kind, stage, run_id, at, "\n".join(body).strip(), sig or ""))
 
     for line in text.splitlines():
         match = _HEAD.match(line)
@@ -242,11 +309,16 @@ def record_run(project_dir: Path, run_dir: Path, loop) -> int:
 # -- what a stage is handed ---------------------------------------------------------------------
 
 
-def relevant(project_dir: Path, stage, loop, limit: int = MEMORY_CHARS) -> str | None:
-    """The entries for ``stage``: those naming it or its files first, then the most recent; bounded by ``limit``."""
+def relevant(project_dir: Path, stage, loop, limit: int = MEMORY_CHARS,
+             tell: Callable[[str], None] | None = None) -> str | None:
+    """The entries for ``stage``: those naming it or its files first, then the most recent; bounded by ``limit``.
+    Entries odin did not write are never among them: ``tell`` is given a line per file that holds some."""
     if not getattr(loop, "memory", True):
         return None
-    entries = Memory(project_dir).entries()
+    mem = Memory(project_dir)
+    entries = mem.entries()
+    for line in mem.notices() if tell is not None else ():
+        tell(line)
     if not entries:
         return None
     words = {stage.id, *(p.rstrip("/") for p in (*stage.consumes, *stage.produces))}

@@ -407,14 +407,12 @@ def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
     title = f"Run {state.run_id}: {state.loop}"
     parts = [(h, redact_text(body)) for h, body in sections(state, loop, g)]  # before any escaping
     images = charts(state, loop, g)
-    chart_dir = run_dir / CHART_DIR
-    chart_dir.mkdir(exist_ok=True)
-    for name, data in images.items():
-        (chart_dir / name).write_bytes(data)
+    for name, data in images.items():  # report/ made when missing; nothing written through a link
+        write_atomic(run_dir / CHART_DIR / name, data, within=run_dir)
     md = [f"# {title}", ""]
     for heading, body in parts:
         md += [f"## {heading}", "", body, ""]
     md += ["## Charts", ""] + [f"![{name}]({CHART_DIR}/{name})" for name in images] + [""]
-    write_atomic(run_dir / REPORT_MD, "\n".join(md))
-    write_atomic(run_dir / REPORT_NB, _notebook(title, parts, images, _code(state, run_dir)))
+    write_atomic(run_dir / REPORT_MD, "\n".join(md), within=run_dir)
+    write_atomic(run_dir / REPORT_NB, _notebook(title, parts, images, _code(state, run_dir)), within=run_dir)
     return run_dir / REPORT_MD

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from odin_magic.core.atomic import open_append
 from odin_magic.core.secrets import redact_text
 
 EVIDENCE_LOG = "gates/evidence.jsonl"
@@ -45,7 +46,8 @@ class EvidenceLog:
     None when there is none): what follows that line is cut off before the first append."""
 
     def __init__(self, run_dir: Path, last_named: str | None = None, *, cut_unnamed: bool = False):
-        self.path = Path(run_dir) / EVIDENCE_LOG
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / EVIDENCE_LOG
         self._last_named = last_named
         self._cut = cut_unnamed
         self._file = None
@@ -63,8 +65,7 @@ class EvidenceLog:
         return EvidenceRef(f"{EVIDENCE_LOG}#{offset}", hashlib.sha256(line).hexdigest())
 
     def _open(self):
-        self.path.parent.mkdir(exist_ok=True)
-        f = open(self.path, "ab", buffering=0)
+        f = open_append(self.path, self.run_dir, binary=True)  # gates/ made when missing; never through a link
         end = f.seek(0, os.SEEK_END)
         named = self._named_end(end) if self._cut else end
         if named < end:  # lines no gate record names: a crash came between an evaluation and its record

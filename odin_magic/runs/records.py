@@ -228,6 +228,11 @@ class Created(Record):
     def task(self) -> str:
         return self["task"]
 
+    @property
+    def loop_sha256(self) -> str | None:
+        """The sha256 of the run's ``loop.json`` as it was written (None in runs of earlier versions)."""
+        return self.get("loop_sha256")
+
 
 class Gate(Record):
     """One gate evaluation, complete: its history entry, counters, next stage and status in one record."""

@@ -88,7 +88,7 @@ class Streak(_State):
     count: int
 
 
-BlockKind = Literal["environment", "repeated", "judge", "unattended"]
+BlockKind = Literal["environment", "repeated", "judge", "unattended", "tampered"]
 
 
 class Blocked(_State):

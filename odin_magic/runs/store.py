@@ -29,6 +29,7 @@ by readers and cut off by the next driver.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -41,7 +42,8 @@ from typing import Any, Callable, Iterator
 
 import filelock
 
-from odin_magic.core.atomic import write_atomic
+from odin_magic.core.atomic import open_append, write_atomic
+from odin_magic.core.confine import LinkInPath
 from odin_magic.core.errors import RunLocked
 from odin_magic.core.processes import reap_orphans
 from odin_magic.core.secrets import redact
@@ -177,9 +179,12 @@ class RunLock:
     def __init__(self, run_dir: Path, run_id: str):
         self.run_id = run_id
         self.sidecar = run_dir / DRIVER_NAME
+        self._run_dir = run_dir
         self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
 
     def acquire(self, command: str, since: str) -> None:
+        if os.path.islink(self._lock.lock_file):  # the lock file is opened by name: never through a link
+            raise LinkInPath.at(self._lock.lock_file, self._run_dir)
         try:
             self._lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -188,7 +193,7 @@ class RunLock:
                 hint="only one process drives a run at a time: wait for it to pause or finish, or stop it there",
             ) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": since}
-        write_atomic(self.sidecar, json.dumps(info))
+        write_atomic(self.sidecar, json.dumps(info), within=self._run_dir)
 
     def release(self) -> None:
         try:
@@ -226,7 +231,7 @@ class RunHandle:
         self.run_dir = run_dir
         self.state = state
         self._lock = lock
-        self._log = open(run_dir / LOG_NAME, "ab", buffering=0)
+        self._log = open_append(run_dir / LOG_NAME, run_dir, binary=True)  # never through a link
         # gate evidence, appended before the gate record that names it; a line no record names is cut off
         last = next((e.evidence for e in reversed(state.history) if e.evidence), None) if state is not None else None
         self.evidence = EvidenceLog(run_dir, last, cut_unnamed=True)
@@ -241,10 +246,17 @@ class RunHandle:
         except OSError:
             self._state_bytes = 0
         self.closed = False
+        self._loop_sha256: str | None = None  # read from the log's created record when first asked
 
     @property
     def run_id(self) -> str:
         return self.state.run_id
+
+    def loop_changed(self) -> str | None:
+        """:func:`loop_changed` of this run (the hash its log holds is read once)."""
+        if self._loop_sha256 is None:
+            self._loop_sha256 = recorded_loop_sha256(self.run_dir) or ""
+        return loop_changed(self.run_dir, self._loop_sha256)
 
     def record(self, type: RecordType | str, at: str, *, save: bool | None = None, sync: bool = True,
                **fields: Any) -> Record:
@@ -286,7 +298,7 @@ class RunHandle:
 
     def save(self) -> None:
         """Bring state.json up to date with the log (atomically)."""
-        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state))  # never whole in memory
+        written = write_atomic(self.run_dir / STATE_NAME, state_json_pieces(self.state), within=self.run_dir)  # never whole in memory
         self._saved_seq = self.state.log_seq
         self._saved_at = time.monotonic()
         self._appended = 0
@@ -395,8 +407,8 @@ class RunStore:
 
     def mark_abandoned(self, run_id: str, at: str, command: str) -> None:
         """Give up a damaged run: a mark beside it (its log is not written: it cannot be trusted)."""
-        write_atomic(self.run_dir(run_id) / ABANDONED_MARK,
-                     json.dumps({"abandoned_at": at, "command": command}, indent=1))
+        d = self.run_dir(run_id)
+        write_atomic(d / ABANDONED_MARK, json.dumps({"abandoned_at": at, "command": command}, indent=1), within=d)
 
     def iter_runs(self, unreadable: Callable[[str, RunCorrupt], None] | None = None) -> Iterator[Loaded]:
         """Every run, oldest first. A run that cannot be read is passed to ``unreadable``
@@ -434,8 +446,9 @@ class RunStore:
         d.mkdir(parents=True, exist_ok=True)
         for stale in (LOG_NAME, STATE_NAME):
             (d / stale).unlink(missing_ok=True)
-        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1))
-        (d / LOG_NAME).touch()
+        write_atomic(d / LOOP_NAME, json.dumps(loop_data, indent=1), within=d)
+        created = {**created, "loop_sha256": file_sha256(d / LOOP_NAME)}  # what the run's loop must stay
+        open_append(d / LOG_NAME, d).close()
         _fsync_dir(d)
         lock = RunLock(d, run_id)
         lock.acquire(command, at)
@@ -497,6 +510,41 @@ class RunStore:
             raise RunCorrupt(f"{path}: the run's copy of its loop is not a JSON object",
                              hint="restore it from a backup, or move the run's directory away")
         return data
+
+
+def recorded_loop_sha256(run_dir: Path) -> str | None:
+    """The sha256 of ``loop.json`` the run's ``created`` record holds (None: a run of an earlier version)."""
+    with contextlib.closing(iter_log(run_dir / LOG_NAME)) as records:
+        first = next(records, None)
+    return first.get("loop_sha256") if first is not None else None
+
+
+def loop_changed(run_dir: Path, recorded: str | None = None) -> str | None:
+    """Why the run's ``loop.json`` is not the loop it started with (its sha256 differs from ``recorded``, by
+    default the one its ``created`` record holds: a worker without a sandbox rewrote it), or None. Runs of
+    versions that recorded no hash are taken as they are."""
+    recorded = recorded_loop_sha256(run_dir) if recorded is None else recorded
+    if not recorded:
+        return None
+    path = run_dir / LOOP_NAME
+    now = file_sha256(path)
+    if now == recorded:
+        return None
+    how = "removed or unreadable" if now is None else f"sha256 {now[:12]}…, not {recorded[:12]}…"
+    return f"loop.json was changed outside odin since the run started: {path} ({how})"
+
+
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of the file at ``path`` (never through a symbolic link in its place); None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _lost_log(run_dir: Path) -> bool:

@@ -42,6 +42,8 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext
 from pydantic import ValidationError
 
 from odin_magic.workers.config import Settings, usage_with_cost
+from odin_magic.core.atomic import open_append
+from odin_magic.core.confine import LinkInPath
 from odin_magic.core.processes import reap_orphans
 from odin_magic.core.sandbox import drop_placeholders
 from odin_magic.loop.sandboxing import stage_sandbox
@@ -207,8 +209,11 @@ class ClaudeWorker:
         emit("tool_refused", message)
         record = {"at": self.clock().isoformat(timespec="seconds"), "stage": job.stage.id, "role": role,
                   "attempt": job.attempt, "message": message}
-        with open(Path(job.run_dir) / REFUSALS_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        try:
+            with open_append(Path(job.run_dir) / REFUSALS_FILE, job.run_dir) as fh:  # never through a worker's link
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        except LinkInPath as exc:
+            emit("info", f"{REFUSALS_FILE} was not written: {exc.message}")
 
     @staticmethod
     def _tags(stage: str, purpose: str, run_dir: Path, project_dir: Path) -> dict[str, str]:

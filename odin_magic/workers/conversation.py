@@ -80,7 +80,7 @@ class RunThread:
             "segments": [{"stage": s.stage, "summary": s.summary, "messages": s.messages} for s in self.segments],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(data, ensure_ascii=False))
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False), within=self.path.parent)  # never through a link
 
     def history(self) -> list[dict[str, Any]]:
         return [m for s in self.segments for m in s.messages]

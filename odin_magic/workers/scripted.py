@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +29,7 @@ from typing import Any, Callable
 import httpx2
 from anthropic import AsyncAnthropic
 
+from odin_magic.core.atomic import write_atomic
 from odin_magic.core.secrets import redact_request
 from odin_magic.workers.script_file import Answer, Attempt, Script, ScriptedError, Turn, load_script
 
@@ -234,9 +234,7 @@ class ScriptedModel:
         position[kind][key] = n + 1
         path = self._position_file(run_dir)
         if path is not None and path.parent.is_dir():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(position), encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(position), within=path.parent)  # never through a link in the run dir
         return n
 
     # -- clients ---------------------------------------------------------------

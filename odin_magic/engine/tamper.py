@@ -1,0 +1,62 @@
+"""What the engine owns, checked where no sandbox keeps workers out of it: the run's ``loop.json``.
+
+Without a sandbox (``sandbox: off``, or no bubblewrap) a worker's ``bash`` can rewrite
+``$ODIN_RUN_DIR/loop.json``, e.g. delete the next stage's ``gate.run`` or ``scope``. The run records
+the file's sha256 in its ``created`` record (:meth:`odin_magic.runs.store.RunHandle.loop_changed`);
+the engine compares it when it opens the run to drive it (a resume, an approve, an answer), as each
+stage starts, and before a fork copies it. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the
+changed loop is never executed.
+"""
+
+from __future__ import annotations
+
+from odin_magic.core.errors import RunRefused
+from odin_magic.engine.session import Session
+from odin_magic.runs.records import RecordType, StatePatch
+from odin_magic.runs.store import RunHandle, loop_changed
+
+FIX = ("revert it (put back the loop the run started with) and `odin run` continues; "
+       "or `odin abandon` and start a new run")
+
+
+class LoopTampered(RunRefused):
+    """The run's loop.json is not the loop the run started with: the run is blocked, nothing is executed."""
+
+
+def _block(engine, handle: RunHandle, why: str) -> None:
+    """Record the block (once: a run already blocked for it is not blocked again) and tell it."""
+    st = handle.state
+    if st.status == "blocked" and st.blocked is not None and st.blocked.kind == "tampered" and st.blocked.reason == why:
+        return
+    blocked = {"kind": "tampered", "stage": st.current_stage, "reason": why, "fix": FIX}
+    with engine._view_lock:
+        handle.record(RecordType.BLOCKED, engine._now(), stage=st.current_stage,
+                      set=StatePatch(status="blocked", blocked=blocked))
+    b = handle.state.blocked
+    engine._emit("blocked", handle.state, stage=b.stage, text=f"{b.stage} blocked ({b.kind}): {b.reason}; to do: {b.fix}",
+                 data=b.model_dump())
+
+
+def check_on_open(engine, handle: RunHandle) -> None:
+    """Before the run's loop drives anything: :class:`LoopTampered` (the run blocked) when loop.json changed."""
+    why = handle.loop_changed()
+    if why is None:
+        return
+    _block(engine, handle, why)
+    raise LoopTampered(f"run {handle.run_id} is blocked: {why}", hint=FIX)
+
+
+def check_source(engine, run_id: str) -> None:
+    """Before a run's loop is copied into a fork: :class:`LoopTampered` when its loop.json changed."""
+    why = loop_changed(engine.store.run_dir(run_id))
+    if why is not None:
+        raise LoopTampered(f"run {run_id} cannot be forked: {why}", hint=FIX)
+
+
+def loop_intact(engine, s: Session) -> bool:
+    """As a stage starts: True when loop.json is the run's own loop; else the run is blocked (False)."""
+    why = s.handle.loop_changed()
+    if why is None:
+        return True
+    _block(engine, s.handle, why)
+    return False

@@ -1,0 +1,68 @@
+"""Memory entries odin wrote, told from ones it did not: a keyed hash (HMAC) on each entry.
+
+Without a sandbox a worker's bash can append to ``.odin-loop/memory/decisions.md`` ("a person asked: …")
+and the next run's brief would show it as a person's decision. So each entry odin writes carries
+``sig <hmac>`` in its header: an HMAC-SHA256 of its id, kind, stage, run, time and text, keyed by
+``.odin-loop/memory.key`` (32 random bytes, mode 0600, made the first time memory is written; the
+sandbox keeps ``.odin-loop/`` out of a worker's reach). An entry whose sig is missing or does not match
+(a forged entry, or an edited one) is not handed to any run.
+
+Memory files of earlier versions carry no sig: when the key is first made and no entry carries one,
+they are signed as they are (trusted once, as an upgrade). Once any entry carries a sig, a missing key
+is not made anew over them: their entries are refused until ``odin memory clear``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+KEY_NAME = "memory.key"  # in .odin-loop/
+SIG_CHARS = 32  # hex characters of the HMAC kept in an entry's header
+
+
+class Seal:
+    """The project's memory key (``<project>/.odin-loop/memory.key``): signs and checks entries."""
+
+    def __init__(self, odin_dir: Path):
+        self.path = Path(odin_dir) / KEY_NAME
+        self._key: bytes | None = None
+
+    def key(self) -> bytes | None:
+        """The key, None when there is none (or it cannot be read: a link, not a key)."""
+        if self._key is None:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                return None
+            with os.fdopen(fd, "rb") as f:
+                text = f.read(200).strip()
+            try:
+                self._key = bytes.fromhex(text.decode("ascii"))
+            except ValueError:
+                return None
+        return self._key or None
+
+    def make(self) -> bytes:
+        """A new key, written 0600 (never over an existing file, nor through a link)."""
+        key = secrets.token_bytes(32)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(key.hex() + "\n")
+        self._key = key
+        return key
+
+    def sign(self, content: str, key: bytes | None = None) -> str:
+        key = key or self.key() or self.make()
+        return hmac.new(key, content.encode("utf-8"), hashlib.sha256).hexdigest()[:SIG_CHARS]
+
+    def valid(self, content: str, sig: str | None) -> bool:
+        key = self.key()
+        if key is None or not sig:
+            return False
+        return hmac.compare_digest(self.sign(content, key), sig)
