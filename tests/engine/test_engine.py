@@ -407,8 +407,10 @@ def test_a_retried_stage_is_told_why_its_gate_failed(project, write_loop):
 
     worker = Recording()
     assert Engine(project, worker=worker).start("linear", "t").status == "done"
-    assert [(j.stage.id, j.attempt, j.last_failure) for j in worker.jobs] == [
-        ("a", 0, None), ("b", 0, None), ("b", 1, "b has no tests"), ("c", 0, None)]
+    assert [(j.stage.id, j.attempt) for j in worker.jobs] == [("a", 0), ("b", 0), ("b", 1), ("c", 0)]
+    assert [j.last_failure for j in worker.jobs if j.attempt == 0] == [None, None, None]
+    retry = worker.jobs[2].last_failure  # names the stage whose gate failed, the judge's finding verbatim
+    assert retry.startswith("The gate of stage b failed: b has no tests") and "\n- b has no tests" in retry
 
 
 def test_a_model_worker_that_cannot_be_built_is_a_config_error_and_no_run(project, write_loop, monkeypatch):
