@@ -59,7 +59,8 @@ class Criterion(BaseModel):
     verify: Annotated[str, Field(min_length=1)] = Field(
         description="A shell command whose exit code decides it (run in the project dir, like a gate command), "
         "or 'judge' for a criterion no command can check.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds before the verify command is killed.")
+    timeout: float | None = Field(default=None, gt=0, le=86_400.0,
+                                  description="Seconds before the verify command is killed (at most a day).")
 
     @property
     def by_judge(self) -> bool:

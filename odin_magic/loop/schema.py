@@ -104,12 +104,17 @@ def resolve_agent(spec: AgentSpec | None) -> ResolvedAgent:
     return ResolvedAgent(role=spec, fresh=ROLE_DEFAULT_FRESH[spec])
 
 
+#: The longest timeout a command may have: a day (a bigger number, ``.inf`` or ``1e12`` is a mistake).
+MAX_TIMEOUT_S = 86_400.0
+
+
 class GateCommand(_Strict):
     """A shell command whose exit code decides part of a gate."""
 
     cmd: NonBlank = Field(description="Shell command, run in the project directory.")
     timeout: float | None = Field(
-        default=None, gt=0, description="Seconds before the command is killed and the gate fails (default 600)."
+        default=None, gt=0, le=MAX_TIMEOUT_S,
+        description="Seconds before the command is killed and the gate fails (default 600; at most a day).",
     )
 
 

@@ -198,6 +198,10 @@ class SchemaErrors(LocatedDiagnostics):
         if kind == "too_short" and last == "stages":
             self.error(path, "a loop needs at least one stage", "add a stage under `stages:`")
             return
+        if kind == "less_than_equal" and last == "timeout":
+            self.error(path, f"{kind_of(value)} is more than a day; a timeout is at most 86400 seconds",
+                       "give the seconds the command may take, up to 86400")
+            return
         if kind == "string_too_short":
             self.error(path, "must not be empty", "write a value")
             return

@@ -155,3 +155,16 @@ def test_mutate_without_a_run_command_is_a_located_error():
     """), "m.yaml", expected_name="m")
     assert [(d.line, d.field) for d in report.errors] == [(10, "stages[0].gate.mutate")]
     assert "no `run` command" in report.errors[0].message
+
+
+def test_a_timeout_above_a_day_is_a_located_error_not_an_overflow():
+    """Issue 20 item 5: `.inf` or 1e12 seconds in acceptance.yaml is a validation error on its line."""
+    found = errors("""\
+        criteria:
+          - id: AC1
+            priority: P0
+            text: It adds.
+            verify: python -m pytest -q
+            timeout: .inf
+        """)
+    assert len(found) == 1 and found[0].startswith("6:criteria[0].timeout:") and "86400" in found[0]

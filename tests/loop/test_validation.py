@@ -344,3 +344,18 @@ def test_budget_says_which_limit_a_run_is_past():
     assert budget.exceeded(1001, 0.0) == "1001 tokens used, budget max_tokens 1000"
     assert budget.exceeded(10, 0.75) == "$0.7500 spent, budget max_usd 0.5"
     assert Budget(max_usd=1).exceeded(10**9, 0.1) is None
+
+
+def test_a_command_timeout_above_a_day_is_a_located_error(tmp_path):
+    """Issue 20 item 5: a gate command's or post_edit's timeout of `.inf` or 100000 s is a located validation
+    error, never an OverflowError in the driver."""
+    from odin_magic.loop.validation import validate_file
+
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nmax_iterations: 2\nstages:\n  - id: a\n    produces: [a.md]\n"
+                    "    gate: {mode: ai, check: ok, run: [{cmd: 'true', timeout: .inf}]}\n"
+                    "post_edit:\n  - {cmd: 'true', timeout: 100000}\n")
+    report = validate_file(path)
+    located = sorted((d.line, d.field) for d in report.errors)
+    assert located == [(6, "stages[0].gate.run[0].timeout"), (8, "post_edit[0].timeout")]
+    assert all("at most 86400 seconds" in d.message for d in report.errors)
