@@ -177,6 +177,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     task = (args.task or "").strip()
     if not task:
         raise UsageError("a scheduled run needs a task", hint='--task "what each run is for"')
+    for what, value in (("--task", task), ("LOOP", args.loop)):
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):  # a newline would be a second crontab line
+            raise UsageError(f"{what} holds a control character (a line break, a tab, ...): a schedule is one line",
+                             hint="write the task on one line, without control characters")
     refuse_unless_schedulable(LoopCatalog(project), args.loop, UsageError)
     odin = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "odin" else Path(sys.executable).parent / "odin"
     sys.stdout.write(schedule_text(project, args.loop, task, args.every, str(odin)))

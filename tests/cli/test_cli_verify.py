@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from odin_magic.cli import main
 
 
@@ -163,3 +165,10 @@ def test_an_unattended_dry_run_with_approve_all_approves_its_pauses(tmp_path: Pa
     engine.unattended = True
     state = engine.start("bugfix", "fix it", dry=DryOptions(approve_all=True))
     assert state.status == "done", state.blocked
+
+
+@pytest.mark.parametrize("argv", [["keep-green", "--task", "fix it\n* * * * * rm -rf ~"], ["keep\tgreen", "--task", "x"]])
+def test_schedule_refuses_a_control_character_in_the_task_or_loop(capsys, tmp_path: Path, argv):
+    """Issue 20 item 5: a newline in --task printed a second crontab line running its own command."""
+    code, out, err = run(capsys, "schedule", *argv, "--project", str(tmp_path))
+    assert code == 2 and "control character" in err and out == ""

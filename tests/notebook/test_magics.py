@@ -504,3 +504,12 @@ def test_status_history_shows_every_entry_numbered_in_text_and_html(ip, project)
     whole = odin(ip, "status --history")
     assert "history (12 entries)" in whole.text() and " #1 " in whole.text()
     assert "<details open>" in whole.html() and " #1 " in whole.html()
+
+
+def test_a_loop_cell_name_with_a_backslash_is_refused_not_saved_under_another_name(ip, project):
+    """Issue 20 item 5: `%%odin loop a\\b` was saved as ab.yaml (the shell-like split ate the backslash)."""
+    loop = (project / ".odin-loop" / "loops" / "tiny.yaml").read_text().replace("name: tiny", "name: ab")
+    with pytest.raises(UsageError) as info:
+        cell(ip, "loop a\\b", loop)
+    assert "not a loop name" in str(info.value)
+    assert not (project / ".odin-loop" / "loops" / "ab.yaml").exists()
