@@ -51,11 +51,13 @@ class Route:
 #: from the code under test (that is the work being wrong: recoverable).
 _NO_MODULE = re.compile(r"^\S*python[\d.]*: (?:No module named (\S+)|Error while finding module specification for '([^']+)')",
                         re.MULTILINE)
-_NOT_FOUND = re.compile(r"(?:^|: )(\S+): (?:command )?not found\s*$", re.MULTILINE)
+#: the shell's own lines (``sh: 1: x: not found``, ``bash: line 1: x: command not found``): never a line the
+#: code under test printed, such as a test's "key: not found" or a PermissionError's "Permission denied"
+_SHELL = r"^(?:\S*/)?(?:ba|da|z|k)?sh(?:: line \d+|: \d+)?: "
+_NOT_FOUND = re.compile(_SHELL + r"(\S+): (?:command )?not found\s*$", re.MULTILINE)
 #: make running a recipe's program itself (no shell): ``make: tox: No such file or directory``
 _MAKE_NOT_FOUND = re.compile(r"^make(?:\[\d+\])?: (\S+): No such file or directory\s*$", re.MULTILINE)
-_NO_FILE = re.compile(r"can't open file '([^']+)'")
-_PERMISSION = re.compile(r"permission denied", re.IGNORECASE)
+_NO_FILE = re.compile(r"^\S*python[\d.]*: can't open file '([^']+)'", re.MULTILINE)
 
 
 def environment_problem(ev: CommandEvidence) -> tuple[str, str] | None:
@@ -73,16 +75,17 @@ def environment_problem(ev: CommandEvidence) -> tuple[str, str] | None:
         name = module.group(1) or module.group(2)
         return (f"gate command {cmd}: module {name} is not installed",
                 f"install {name} in the environment the gate runs in, or fix the command in the loop")
-    missing = _NOT_FOUND.search(out) or _MAKE_NOT_FOUND.search(out)
+    # the shell says "not found" with exit 127 and "permission denied" with 126; make says its own line
+    missing = (_NOT_FOUND.search(out) if ev.exit_code == 127 else None) or _MAKE_NOT_FOUND.search(out)
     if ev.exit_code == 127 or missing:
         program = missing.group(1) if missing else cmd.split()[0].strip("`")
         return (f"gate command {cmd}: program {program} was not found (exit {ev.exit_code})",
                 f"install {program} or put it on PATH, or fix the command in the loop")
-    no_file = _NO_FILE.search(out)
+    no_file = _NO_FILE.search(out) if ev.exit_code == 2 else None  # the interpreter's own exit status for it
     if no_file:
         return (f"gate command {cmd}: {no_file.group(1)} does not exist",
                 "create that script or fix the command in the loop")
-    if ev.exit_code == 126 or _PERMISSION.search(out):
+    if ev.exit_code == 126:
         return (f"gate command {cmd}: permission denied (exit {ev.exit_code})",
                 "make the program executable (chmod +x) or readable, or fix the command in the loop")
     return None

@@ -88,6 +88,20 @@ def test_commands_that_cannot_run_are_environment_failures(project, command, wor
     assert problem is not None and words in problem[0]
 
 
+@pytest.mark.parametrize("code", [
+    "raise PermissionError('[Errno 13] Permission denied: /etc/shadow')",
+    "print('sh: 1: key: not found'); print('config: not found'); raise SystemExit(1)",
+    "print(\"python: can't open file 'x.py'\"); raise SystemExit(1)",
+])
+def test_what_the_code_under_test_prints_is_never_an_environment_failure(project, code):
+    """Issue 20 item 5: a test that raises PermissionError (or prints 'not found') is work to fix, recoverable;
+    only the command itself (exit 126/127, the shell's or the interpreter's own line) is the environment."""
+    (project / "check.py").write_text(code + "\n")
+    ev = run_command(GateCommand(cmd=f'"{sys.executable}" check.py'), project, dict(os.environ))
+    assert not ev.ok and ev.exit_code == 1
+    assert environment_problem(ev) is None
+
+
 def test_a_command_timeout_is_an_environment_failure(project):
     ev = run_command(GateCommand(cmd="sleep 30", timeout=0.2), project, dict(os.environ))
     assert ev.timed_out and "timed out" in environment_problem(ev)[0]
