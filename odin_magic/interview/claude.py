@@ -50,7 +50,11 @@ you propose, phrase and score when asked. Never invent the user's answers. Be co
 Clarity scores are 0..1 per dimension: goal (why; what goes in and what must come out), constraints
 (non-functional limits, stack, things it must not do), criteria (observable, testable acceptance
 criteria, failure behaviour, data contracts), context (fit with existing code; brownfield only).
-Score honestly: 0.9+ only when a tester could write the checks from what was said.
+Score honestly, against these anchors: 0.3 = named but vague (a tester would have to guess what to
+check); 0.6 = the main case is settled, but edge cases, failure behaviour or limits are open;
+0.9 = a tester could write the checks from what was said (0.9+ only then). For each component, write
+its rationale (what the transcript settles and what is still open) before its scores.
+Never ask again what the transcript already settles: ask about what is still open.
 Answer only with the requested JSON."""
 
 CHALLENGES = {
@@ -205,7 +209,8 @@ class ClaudeInterviewModel:
     def ask_question(self, brief: InterviewBrief, component: str, dimension: str) -> Reply[QuestionDraft]:
         return self._ask(brief, "question", (
             f"Round {brief.round}. Ask exactly ONE question about the {dimension} of the component {component!r}, "
-            "in the user's language, so the answer raises that clarity the most. Cite context findings (file:line) "
+            "in the user's language, so the answer raises that clarity the most; not one the transcript already "
+            "answers. Cite context findings (file:line) "
             "when they matter. Set offer_candidates when this is a research or architecture choice the user may "
             "have no fixed answer to."
         ), QuestionDraft)

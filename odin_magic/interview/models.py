@@ -93,6 +93,9 @@ class ChallengeProbe(_Output):
 
 class ScoreUpdate(_Output):
     component: str = Field(description="The component's name, exactly as in the topology.")
+    rationale: str = Field(default="", description=(
+        "Before the scores: what the transcript settles for this component and what is still open, "
+        "measured against the anchors 0.3 (vague), 0.6 (main case settled), 0.9 (a tester could write the checks)."))
     goal: float | None = Field(default=None, description="Clarity 0..1 of the goal (why, what goes in and out).")
     constraints: float | None = Field(default=None, description="Clarity 0..1 of the constraints.")
     criteria: float | None = Field(default=None, description="Clarity 0..1 of the acceptance criteria.")

@@ -15,6 +15,8 @@ Reads for front ends (status, widgets, charts): :func:`interview_state`,
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any, Callable
 
@@ -125,8 +127,10 @@ def add_to_run_thread(job: StageJob, iv: InterviewSession, summary: str) -> None
             lines.append(f"- round {r.number} challenge ({r.challenge.kind}): {r.challenge.probe} -> {r.challenge.answer}")
         by = " (auto-answer, an assumption)" if r.answered_by == "auto" else ""
         lines.append(f"- round {r.number} [{r.component} / {r.dimension}] Q: {r.question} A{by}: {r.answer}")
-    spec = iv.spec_path.read_text(encoding="utf-8") if iv.spec_path.is_file() else "(no spec.md)"
-    lines += ["", "The resulting spec.md:", spec]
+    # the spec itself reaches a later stage once: in its consumes, read fresh (not here as well)
+    where = os.path.relpath(iv.spec_path, job.project_dir) if iv.spec_path.is_file() else None
+    lines += ["", f"The interview wrote {where}: a stage that consumes spec.md is given it fresh; "
+              "read it there, not from memory." if where else "The interview wrote no spec.md."]
     thread = RunThread.load(job.run_dir)
     thread.add_segment(job.stage.id, [
         {"role": "user", "content": [{"type": "text", "text": "\n".join(lines)}]},

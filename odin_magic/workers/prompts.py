@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from odin_magic.core.confine import describe, is_confined
 from odin_magic.loop.schema import Loop, Stage
-from odin_magic.loop.roles import RolePolicy
+from odin_magic.loop.roles import STUB_DIR, RolePolicy
 from odin_magic.workers.base import CommandEvidence, JudgeJob, StageJob
 
 ARTIFACT_CHARS = 60_000  # of one artifact put into a prompt
@@ -81,12 +81,14 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
     if path.is_dir():
         parts: list[str] = []
         budget = limit
+        stub = Path(roots[-1]) / STUB_DIR if roots else None  # the critic's deliberately wrong implementation
         for child in sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
             if budget <= 0:
                 parts.append("… (more files not shown)")
                 break
             body = read_artifact(child, min(budget, limit // 2), roots)
-            parts.append(f"--- {child.relative_to(path)} ---\n{body}")
+            label = " (known-bad stub: do not copy)" if stub is not None and child.is_relative_to(stub) else ""
+            parts.append(f"--- {child.relative_to(path)}{label} ---\n{body}")
             budget -= len(body)
         return "\n".join(parts) if parts else "(empty directory)"
     if not path.exists():

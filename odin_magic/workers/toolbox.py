@@ -12,6 +12,8 @@ through :class:`RoleToolbox`, which
 * gives a file that write or edit is about to change an inode of its own when
   it has other hard links, so a link to a file elsewhere leads nowhere;
 * streams one ``tool`` line per call to the sink;
+* shows the model our descriptions of the tools (:mod:`odin_magic.workers.tool_texts`) and
+  ``read``'s result with numbered lines;
 * runs the SDK's own implementation otherwise (file tools confined to the
   project dir and the run dir, symlink-safe).
 
@@ -42,6 +44,7 @@ from odin_magic.core.commands import command_env, run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
 from odin_magic.core.sandbox import SandboxPolicy, wrap
+from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
 from odin_magic.core.secrets import redact
@@ -295,6 +298,8 @@ class RoleToolbox:
             try:
                 # what a tool returns goes into the next request and thread.json: no secret in it
                 result = redact(await tool.call(args))
+                if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
+                    result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
             except ToolError as exc:
                 clean = redact(exc.content)
                 if self._on_error is not None:
@@ -315,7 +320,8 @@ class RoleToolbox:
             return result
 
         call.__name__ = name
-        return beta_async_tool(name=name, description=tool.description, input_schema=schema)(call)
+        description, schema = presented(name, tool.description, dict(schema))  # our texts, not the SDK's
+        return beta_async_tool(name=name, description=description, input_schema=schema)(call)
 
     def _failed(self, name: str, exc: Exception) -> ToolError:
         text = redact(f"{name} failed: {type(exc).__name__}: {exc}")

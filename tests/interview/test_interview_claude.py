@@ -166,3 +166,27 @@ def test_without_an_explore_agent_a_bounded_read_of_the_project_stands_in(tmp_pa
     structuring = [b for b in fake.requests if b.get("output_config") and "read-only exploration" in str(b["messages"])]
     assert structuring and "3: def parse(path):" in str(structuring[0]["messages"])
     assert s.state.findings[0].citation == "app/io.py:3"
+
+
+def test_the_scoring_request_has_anchors_and_a_rationale_before_the_scores(tmp_path):
+    """Issue 25, item 9: anchors for 0.3, 0.6 and 0.9; a component's rationale comes before its scores in the
+    schema (a model writes fields in order); never ask again what the transcript settles."""
+    (tmp_path / "script.yaml").write_text(SCRIPT)
+    fake = ScriptedModel(load_script(tmp_path / "script.yaml"))
+    model = ClaudeInterviewModel(Settings(model="claude-test"), fake.client_factory(max_retries=0), tmp_path)
+    s = InterviewSession.open(InterviewPlace(run_dir=tmp_path / "run", project_dir=tmp_path, stage=stage(), task="csv review"),
+                              model)
+    s.start()
+    s.answer("confirm")
+    s.answer("1")
+    score = next(body for body in fake.requests if "Re-score" in str(body["messages"]))
+    system = " ".join(block["text"] for block in score["system"]) if isinstance(score["system"], list) else score["system"]
+    system = " ".join(system.split())
+    for anchor in ("0.3 = named but vague", "0.6 = the main case is settled", "0.9 = a tester could write the checks"):
+        assert anchor in system, anchor
+    assert "Never ask again what the transcript already settles" in system
+    schema = score["output_config"]["format"]["schema"]
+    fields = list(schema["$defs"]["ScoreUpdate"]["properties"])
+    assert fields.index("rationale") < min(fields.index(d) for d in ("goal", "constraints", "criteria", "context"))
+    question = next(body for body in fake.requests if "Ask exactly ONE question" in str(body["messages"]))
+    assert "not one the transcript already answers" in str(question["messages"])

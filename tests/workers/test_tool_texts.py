@@ -1,0 +1,59 @@
+"""What the model is told about its tools (issue 25, item 7), as the real SDK sends it to the local fake
+Messages API: where the tools work, the variables, the bash timeout and truncation, errors, numbered
+``read`` lines with a 1-based ``view_range``, and none of the SDK's internal names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from odin_magic.workers.claude import ClaudeWorker
+from odin_magic.workers.config import Settings
+
+from support.fake_messages import FakeMessages
+from support.stage_jobs import Events, loop_from, stage_job
+
+LOOP = """
+name: tools
+max_iterations: 3
+stages:
+  - id: build
+    agent: executor
+    produces: [src/]
+    gate: {mode: ai, check: src exists}
+"""
+
+
+def perform(project: Path, calls: list[tuple[str, dict]]):
+    job = stage_job(loop_from(LOOP), "build", project)
+    fake = FakeMessages()
+    for name, args in calls:
+        fake.tool(name, args)
+    fake.reply("finished")
+    ClaudeWorker(Settings(), client_factory=fake.factory()).perform(job, Events())
+    results = [r.body["messages"][-1]["content"][0] for r in fake.requests[1:]]
+    return fake.requests[0].body["tools"], results
+
+
+def test_the_tools_say_where_they_work_and_how_they_fail(project: Path):
+    tools, _ = perform(project, [])
+    by_name = {tool["name"]: tool for tool in tools}
+    bash = by_name["bash"]["description"]
+    for needed in ("project directory", "$ODIN_PROJECT_DIR", "$ODIN_RUN_DIR", "120 seconds", "timeout_ms",
+                   "100 KiB", "[output truncated]", "non-zero", "error result"):
+        assert needed in bash, needed
+    read = by_name["read"]["description"]
+    for needed in ("numbered from 1", "1-based and inclusive", "view_range"):
+        assert needed in read, needed
+    shown = json.dumps(tools)
+    assert "BetaManagedAgents" not in shown and "runner" not in shown and "Toolset" not in shown
+    assert by_name["read"]["input_schema"]["properties"]["view_range"]["description"].startswith("[first, last]")
+
+
+def test_read_returns_numbered_lines_and_view_range_counts_from_1(project: Path):
+    (project / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    _, results = perform(project, [("read", {"file_path": "notes.txt"}),
+                                   ("read", {"file_path": "notes.txt", "view_range": [2, 3]})])
+    whole, part = (r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results)
+    assert whole == "1\talpha\n2\tbeta\n3\tgamma\n"
+    assert part == "2\tbeta\n3\tgamma"
