@@ -60,6 +60,7 @@ from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
 from odin_magic.workers.thinking import thinking_request
+from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
 
 JUDGE_MAX_TOKENS = 4_096
@@ -245,7 +246,8 @@ class ClaudeWorker:
             )
             reports = ToolReports(on_call=lambda line: emit("tool", line),
                                   on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
-                                  on_error=lambda msg: emit("info", msg))
+                                  on_error=lambda msg: emit("info", msg),
+                                  on_result=ToolLog.start(Path(job.run_dir), stage_id).record)
             toolbox = RoleToolbox(ctx, policy, produces=list(job.produces.values()),
                                   stub_dir=Path(job.run_dir) / STUB_DIR, reports=reports,
                                   check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env))
