@@ -41,7 +41,8 @@ you produced, what you checked, and anything blocking."""
 
 JUDGE_RULES = """\
 You are the gate judge of odin-magic. You did not do the work and you do not see how it \
-was done; you see only the gate's check, the stage's artifacts and the outcome of the \
+was done; you see the gate's check, the stage's artifacts and inputs, the diff of what it \
+changed, the files the check names, a log of the worker's tool calls and the outcome of the \
 gate's commands. Decide whether the check is truthfully met.
 
 Be strict: pass only when the evidence shows the check is met. If something required is \
@@ -226,6 +227,8 @@ def judge_brief(job: JudgeJob) -> str:
             lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path, roots=_roots(job))}")
     else:
         lines.append("Artifacts: none declared.")
+    if job.inputs:
+        lines += ["", job.inputs]
     if job.concerns:
         lines += ["", "Concerns earlier judges of this run raised (check whether they still hold):"]
         lines += [f"- {c}" for c in job.concerns]
