@@ -80,3 +80,51 @@ def test_an_over_budget_consume_is_cut_with_a_marker_and_named(project: Path, wr
 def test_cut_says_how_much_it_cut_and_the_budget():
     assert judge_context.cut("abcdef", 4, 99) == "abcd\n[… 2 more characters cut: budget 99]"
     assert judge_context.cut("abc", 4, 99) == "abc"
+
+
+# -- item 6: run the gate before you stop ------------------------------------------------------------------
+
+TESTED = """
+name: tested
+max_iterations: 3
+stages:
+  - id: implement
+    agent: executor
+    produces: [src/]
+    gate:
+      mode: ai
+      run: ["python -m compileall -q -f src"]
+      check: src compiles
+  - id: test
+    agent: executor
+    produces: [test-report.md]
+    gate:
+      mode: ai
+      on_fail: implement
+      run:
+        - cmd: python -m pytest -q -p no:cacheprovider "$ODIN_RUN_DIR/harness"
+      check: every test passes
+  - id: review
+    agent: reviewer
+    produces: [review.md]
+    gate: {mode: ai, on_fail: implement, check: no blocking finding}
+"""
+
+
+def brief_of(project: Path, stage_id: str) -> str:
+    job = stage_job(loop_from(TESTED), stage_id, project)
+    fake = FakeMessages()
+    fake.reply("done")
+    ClaudeWorker(Settings(), client_factory=fake.factory()).perform(job, Events())
+    body = fake.requests[0].body
+    return json.dumps(body["messages"][-1]["content"]) + json.dumps(body["system"])
+
+
+def test_an_executor_is_told_to_run_its_gate_and_the_harness_that_tests_it_before_it_stops(project: Path):
+    sent = json.loads(json.dumps(brief_of(project, "implement")))
+    assert "- python -m compileall -q -f src" in sent
+    assert '- python -m pytest -q -p no:cacheprovider \\"$ODIN_RUN_DIR/harness\\"   (gate of stage test)' in sent
+    assert "Run each of these commands yourself before you stop, and stop only when every one exits 0." in sent
+    assert "stop only when" in sent.split("WORKER_RULES")[0]
+    reviewer = brief_of(project, "review")  # no bash: not told to run anything
+    assert "Run each of these commands yourself" not in reviewer
