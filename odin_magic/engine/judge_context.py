@@ -17,7 +17,7 @@ from pathlib import Path
 from odin_magic.core.confine import is_confined
 from odin_magic.core.secrets import redact
 from odin_magic.loop.schema import Stage
-from odin_magic.runs.checkpoints import Checkpoints, StageCheckpoint
+from odin_magic.runs.checkpoints import CheckpointError, Checkpoints, StageCheckpoint
 from odin_magic.workers.prompts import read_artifact
 from odin_magic.workers.tool_log import read_tool_log
 
@@ -56,7 +56,10 @@ def execution_diff(checkpoints: Checkpoints, ckpt: StageCheckpoint | None) -> st
         return None
     if not ckpt.changes:
         return ""
-    return checkpoints.diff(ckpt.before, ckpt.after)
+    try:
+        return checkpoints.diff(ckpt.before, ckpt.after)
+    except CheckpointError as exc:  # the judge decides without it, and is told why
+        return f"(not available: {exc})"
 
 
 def named_paths(check: str, roots: tuple[Path, Path]) -> list[Path]:
