@@ -55,12 +55,12 @@ from odin_magic.workers.client import (
     run_coroutine, usage_of,
 )
 from odin_magic.workers.conversation import RunThread, estimate_tokens
+from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
 )
 from odin_magic.workers.thinking import thinking_request
-from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker
 
 JUDGE_MAX_TOKENS = 4_096

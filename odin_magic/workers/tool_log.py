@@ -8,6 +8,7 @@ stage (a judge decides the latest one). Every text is redacted before it is writ
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,20 +42,26 @@ class ToolLog:
     def start(cls, run_dir: Path, stage_id: str) -> "ToolLog":
         path = log_path(run_dir, stage_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("", encoding="utf-8")
+        path.unlink(missing_ok=True)  # a fresh file, not what a link there points to
         return cls(path)
 
     def record(self, call: str, status: str, output: str) -> None:
         """One call: its line (``bash: pytest -q``), how it ended (``exit 0``, ``error``, ``refused``) and
         the first lines of its result."""
         entry = {"call": redact(call), "status": status, "output": redact(first_lines(output))}
-        with self.path.open("a", encoding="utf-8") as out:
+        try:  # never through a link a worker put in its place
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError:
+            return
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
             out.write(json.dumps(entry) + "\n")
 
 
 def read_tool_log(run_dir: Path, stage_id: str) -> list[dict]:
     """The calls of the stage's latest execution (none when it made none, or ran no model worker)."""
     path = log_path(run_dir, stage_id)
+    if path.is_symlink():  # not written by the worker: ToolLog never follows one
+        return []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
