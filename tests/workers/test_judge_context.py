@@ -128,3 +128,17 @@ def test_an_executor_is_told_to_run_its_gate_and_the_harness_that_tests_it_befor
     assert "stop only when" in sent.split("WORKER_RULES")[0]
     reviewer = brief_of(project, "review")  # no bash: not told to run anything
     assert "Run each of these commands yourself" not in reviewer
+
+
+def test_the_tool_log_is_never_written_or_read_through_a_link(project: Path, tmp_path: Path):
+    from odin_magic.workers.tool_log import ToolLog, log_path, read_tool_log
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    run_dir = project / "run"
+    log = ToolLog.start(run_dir, "fix")
+    log.record("bash: ls", "exit 0", "a\nb")
+    assert read_tool_log(run_dir, "fix") == [{"call": "bash: ls", "status": "exit 0", "output": "a\nb"}]
+    log_path(run_dir, "fix").unlink()
+    log_path(run_dir, "fix").symlink_to(outside)  # what a worker with bash could do
+    log.record("bash: ls", "exit 0", "a")
+    assert outside.read_text() == "secret\n" and read_tool_log(run_dir, "fix") == []
