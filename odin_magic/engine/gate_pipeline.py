@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from odin_magic.engine import completion, frozen, gates, judging, mutation, scope
+from odin_magic.engine import completion, frozen, gates, judge_context, judging, mutation, scope
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
 from odin_magic.loop.sandboxing import stage_sandbox
@@ -71,7 +71,9 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
             loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=engine.project_dir,
             run_dir=s.handle.run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
             concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
-            memory=job.memory,
+            memory=job.memory, inputs=judge_context.assemble(judge_context.Sources(
+                stage, engine.project_dir, s.handle.run_dir, {k: v.path for k, v in execution.places[1].items()},
+                judge_context.execution_diff(engine.checkpoints, execution.ckpt), tuple(job.produces.values()))),
         )
 
     def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:

@@ -106,6 +106,7 @@ class JudgeJob:
     context: str | None = None  # an explorer's answers to this judge's NEEDS_CONTEXT questions
     concerns: list[str] = field(default_factory=list)  # earlier judges' concerns, carried forward
     memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.learning.memory)
+    inputs: str | None = None  # consumes, diff, files the check names, tool log (odin_magic.engine.judge_context)
 
 
 @dataclass(frozen=True)

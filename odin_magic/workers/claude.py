@@ -59,6 +59,7 @@ from odin_magic.workers.client import (
     run_coroutine, usage_of,
 )
 from odin_magic.workers.conversation import RunThread, estimate_tokens
+from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
@@ -254,7 +255,8 @@ class ClaudeWorker:
             )
             reports = ToolReports(on_call=lambda line: emit("tool", line),
                                   on_refused=lambda msg: self._refused(job, policy.name, msg, emit),
-                                  on_error=lambda msg: emit("info", msg))
+                                  on_error=lambda msg: emit("info", msg),
+                                  on_result=ToolLog.start(Path(job.run_dir), stage_id).record)
             toolbox = RoleToolbox(ctx, policy, produces=list(job.produces.values()),
                                   stub_dir=Path(job.run_dir) / STUB_DIR, reports=reports,
                                   check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env))

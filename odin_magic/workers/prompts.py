@@ -34,6 +34,9 @@ result showed it.
 - The stage's goal, instructions and produces are authoritative; your role persona only \
 shapes how you work.
 - Never weaken a test or a harness to make it pass; fix the work instead.
+- If you can run commands, run every gate command your brief lists (your stage's, and the \
+command of the later stage that tests your work) yourself before you stop, and stop only when \
+each exits 0.
 - A tool call that your role may not make is refused with an error: do not retry it, \
 work within what is allowed.
 - When the stage's work is done, stop calling tools and end with a short summary: what \
@@ -41,7 +44,8 @@ you produced, what you checked, and anything blocking."""
 
 JUDGE_RULES = """\
 You are the gate judge of odin-magic. You did not do the work and you do not see how it \
-was done; you see only the gate's check, the stage's artifacts and the outcome of the \
+was done; you see the gate's check, the stage's artifacts and inputs, the diff of what it \
+changed, the files the check names, a log of the worker's tool calls and the outcome of the \
 gate's commands. Decide whether the check is truthfully met.
 
 Be strict: pass only when the evidence shows the check is met. If something required is \
@@ -139,7 +143,7 @@ def places(job: StageJob, policy: RolePolicy) -> str:
 FINDING_ROLES = frozenset({"critic", "reviewer"})
 
 
-def gate_lines(stage: Stage, policy: RolePolicy) -> list[str]:
+def gate_lines(stage: Stage, policy: RolePolicy, loop: Loop | None = None) -> list[str]:
     """What a brief says about the stage's gate: its check, or, to a role that reports findings, what the
     engine does with them; then the gate's commands."""
     if policy.name in FINDING_ROLES:
@@ -153,7 +157,22 @@ def gate_lines(stage: Stage, policy: RolePolicy) -> list[str]:
     if stage.gate.commands:
         lines += ["Gate commands (run in the project directory; each must exit 0):"]
         lines += [f"- {c.cmd}" for c in stage.gate.commands]
+    testers = testing_commands(loop, stage) if loop is not None else []
+    if testers:
+        lines += ["Commands of the later stage(s) that test your work (each must exit 0 there; if it fails, "
+                  "the loop comes back to this stage):"]
+        lines += [f"- {cmd}   (gate of stage {sid})" for sid, cmd in testers]
+    if policy.allows_tool("bash") and (stage.gate.commands or testers):
+        lines += ["Run each of these commands yourself before you stop, and stop only when every one exits 0."]
     return lines
+
+
+def testing_commands(loop: Loop, stage: Stage) -> list[tuple[str, str]]:
+    """(stage id, command) of the later stages whose gate tests this stage's work: those that loop back to it
+    when their gate fails."""
+    ids = [s.id for s in loop.stages]
+    later = loop.stages[ids.index(stage.id) + 1:] if stage.id in ids else []
+    return [(s.id, c.cmd) for s in later if s.gate.on_fail == stage.id for c in s.gate.commands]
 
 
 def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool) -> list[dict[str, Any]]:
@@ -175,7 +194,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     elif job.produces:
         lines += ["", "Write these artifacts (produces):"]
         lines += [f"- {entry} -> {_rel(path, job.project_dir)}" for entry, path in job.produces.items()]
-    lines += gate_lines(stage, policy)
+    lines += gate_lines(stage, policy, job.loop)
     if job.last_failure:
         lines += ["", "The last attempt did not pass. What failed:", job.last_failure.strip()]
     if job.feedback:
@@ -228,6 +247,8 @@ def judge_brief(job: JudgeJob) -> str:
             lines.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path, roots=_roots(job))}")
     else:
         lines.append("Artifacts: none declared.")
+    if job.inputs:
+        lines += ["", job.inputs]
     if job.concerns:
         lines += ["", "Concerns earlier judges of this run raised (check whether they still hold):"]
         lines += [f"- {c}" for c in job.concerns]

@@ -184,6 +184,7 @@ class ToolReports:
     on_call: Callable[[str], None]
     on_refused: Callable[[str], None]
     on_error: Callable[[str], None] | None = None
+    on_result: Callable[[str, str, str], None] | None = None  # (call, how it ended, its result): the tool log
 
 
 class RoleToolbox:
@@ -206,6 +207,7 @@ class RoleToolbox:
         self._on_call = reports.on_call
         self._on_refused = reports.on_refused
         self._on_error = reports.on_error
+        self._on_result = reports.on_result
         self._check_edit = check_edit
         self.refusals: list[str] = []
         self.edit_checks: list[EditCheck] = []  # every fast-fail check made after a write or edit
@@ -290,38 +292,53 @@ class RoleToolbox:
 
         async def call(**kwargs: Any) -> Any:
             args = {k: v for k, v in kwargs.items() if v is not None}
-            self._on_call(redact(describe_call(name, args)))
-            args = self._expanded(name, args)
-            self._check(name, args)
-            if name in WRITE_TOOLS:
-                await self._own_inode(str(args.get("file_path", "")))
+            line = redact(describe_call(name, args))
+            self._on_call(line)
             try:
-                # what a tool returns goes into the next request and thread.json: no secret in it
-                result = redact(await tool.call(args))
-                if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
-                    result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
+                result = await self._invoke(tool, name, args)
             except ToolError as exc:
-                clean = redact(exc.content)
-                if self._on_error is not None:
-                    text = clean if isinstance(clean, str) else str(redact(str(exc)))
-                    first = text.strip().splitlines()[-1:] or [""]
-                    self._on_error(f"{name} failed: {first[0][:200]}")
-                if clean is exc.content:
-                    raise
-                raise ToolError(clean) from None
-            except ValueError as exc:
-                if isinstance(exc.__cause__, ValidationError):  # the model's arguments do not fit the tool
-                    self._refuse(f"invalid arguments for the {name} tool: {_argument_problems(exc.__cause__)}")
-                raise self._failed(name, exc) from None
-            except Exception as exc:  # a tool's own failure: a tool error for the model, no traceback
-                raise self._failed(name, exc) from None
-            if name in WRITE_TOOLS and self._check_edit is not None:
-                await self._fast_fail(str(args.get("file_path", "")))
+                self._log(line, _ended(name, exc), exc.content)
+                raise
+            self._log(line, "exit 0" if name == "bash" else "ok", result)
             return result
 
         call.__name__ = name
         description, schema = presented(name, tool.description, dict(schema))  # our texts, not the SDK's
         return beta_async_tool(name=name, description=description, input_schema=schema)(call)
+
+    def _log(self, line: str, status: str, content: Any) -> None:
+        if self._on_result is not None:
+            self._on_result(line, status, content if isinstance(content, str) else _text_of(content))
+
+    async def _invoke(self, tool: BetaAsyncFunctionTool[Any], name: str, args: dict[str, Any]) -> Any:
+        """The checked call: place variables expanded, the role's rules applied, the result redacted."""
+        args = self._expanded(name, args)
+        self._check(name, args)
+        if name in WRITE_TOOLS:
+            await self._own_inode(str(args.get("file_path", "")))
+        try:
+            # what a tool returns goes into the next request and thread.json: no secret in it
+            result = redact(await tool.call(args))
+            if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
+                result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
+        except ToolError as exc:
+            clean = redact(exc.content)
+            if self._on_error is not None:
+                text = clean if isinstance(clean, str) else str(redact(str(exc)))
+                first = text.strip().splitlines()[-1:] or [""]
+                self._on_error(f"{name} failed: {first[0][:200]}")
+            if clean is exc.content:
+                raise
+            raise ToolError(clean) from None
+        except ValueError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the model's arguments do not fit the tool
+                self._refuse(f"invalid arguments for the {name} tool: {_argument_problems(exc.__cause__)}")
+            raise self._failed(name, exc) from None
+        except Exception as exc:  # a tool's own failure: a tool error for the model, no traceback
+            raise self._failed(name, exc) from None
+        if name in WRITE_TOOLS and self._check_edit is not None:
+            await self._fast_fail(str(args.get("file_path", "")))
+        return result
 
     def _failed(self, name: str, exc: Exception) -> ToolError:
         text = redact(f"{name} failed: {type(exc).__name__}: {exc}")
@@ -369,3 +386,18 @@ def _argument_problems(exc: ValidationError) -> str:
         parts.append(f"{where}: {err['msg'][0].lower()}{err['msg'][1:]}")
     more = exc.error_count() - len(parts)
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _ended(name: str, exc: ToolError) -> str:
+    """How a failed call ended, for the tool log: refused, a non-zero exit (bash), or an error."""
+    text = exc.content if isinstance(exc.content, str) else _text_of(exc.content)
+    if text.startswith("refused:"):
+        return "refused"
+    return "non-zero exit" if name == "bash" and not text.startswith("bash: ") else "error"
+
+
+def _text_of(content: Any) -> str:
+    """The text of a tool result given as content blocks."""
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(getattr(b, "text", b)) for b in content)
+    return str(content)
