@@ -43,10 +43,9 @@ work within what is allowed.
 you produced, what you checked, and anything blocking."""
 
 JUDGE_RULES = """\
-You are the gate judge of odin-magic. You did not do the work and you do not see how it \
-was done; you see the gate's check, the stage's artifacts and inputs, the diff of what it \
-changed, the files the check names, a log of the worker's tool calls and the outcome of the \
-gate's commands. Decide whether the check is truthfully met.
+You are the gate judge of odin-magic. You did not do the work; you see the gate's check, \
+the stage's artifacts and inputs, the diff of what it changed, the files the check names, \
+a log of the worker's tool calls and the outcome of the gate's commands. Decide whether the check is truthfully met.
 
 Be strict: pass only when the evidence shows the check is met. If something required is \
 missing, unreadable or contradicted by the evidence, fail. Never pass a gate whose commands \
