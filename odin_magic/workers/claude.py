@@ -62,7 +62,8 @@ from odin_magic.workers.conversation import RunThread, estimate_tokens
 from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
-    JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief, system_blocks
+    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief,
+    system_blocks,
 )
 from odin_magic.workers.thinking import thinking_request
 from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker, sandbox_shell
@@ -296,9 +297,12 @@ class ClaudeWorker:
         persona = load_persona(job.agent.role, job.project_dir)
         fresh = job.agent.fresh
         brief = stage_brief(job, policy, persona, fresh=fresh)
+        # a worker's prefix starts with its tool definitions (2.9k characters for the smallest role's, 6k for an
+        # executor's): with the rules, always past the cacheable minimum
+        tools = MIN_CACHEABLE_CHARS
         if fresh:
-            return system_blocks(WORKER_RULES, persona), [{"role": "user", "content": brief}], None
-        system = system_blocks(WORKER_RULES, loop_context(job.loop))
+            return system_blocks(WORKER_RULES, persona, before_chars=tools), [{"role": "user", "content": brief}], None
+        system = system_blocks(WORKER_RULES, loop_context(job.loop), before_chars=tools)
         thread = RunThread.load(job.run_dir)
         reserve = estimate_tokens(brief) + estimate_tokens(system) + self.settings.max_tokens
         dropped = thread.fit(self.settings.context_budget, reserve)

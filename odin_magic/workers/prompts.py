@@ -112,10 +112,16 @@ def _roots(job: StageJob | JudgeJob) -> tuple[Path, Path]:
     return (Path(job.project_dir), Path(job.run_dir))
 
 
-def system_blocks(*texts: str) -> list[dict[str, Any]]:
-    """System prompt blocks; the last carries cache_control, so the stable prefix is cached."""
+#: The smallest prefix the API caches (1,024 tokens for the Sonnet and Opus models; Haiku needs more), in
+#: characters at about 4 per token. A ``cache_control`` mark on a shorter prefix does nothing.
+MIN_CACHEABLE_CHARS = 4 * 1024
+
+
+def system_blocks(*texts: str, before_chars: int = 0) -> list[dict[str, Any]]:
+    """System prompt blocks; the last carries cache_control when the stable prefix (``before_chars`` of tool
+    definitions, then these texts) is long enough to be cached, so that a mark is never one that does nothing."""
     blocks = [{"type": "text", "text": t} for t in texts if t and t.strip()]
-    if blocks:
+    if blocks and before_chars + sum(len(b["text"]) for b in blocks) >= MIN_CACHEABLE_CHARS:
         blocks[-1]["cache_control"] = {"type": "ephemeral"}
     return blocks
 

@@ -287,3 +287,16 @@ def test_a_retry_names_the_failed_stage_and_command_and_quotes_the_real_error_an
     second_retry = json.loads(json.dumps(work[3].body["messages"][-1]["content"]))
     text = second_retry[0]["text"]
     assert "The gate of stage build failed" in text and f"- {finding}" in text  # the judge's finding, verbatim
+
+
+def test_only_a_prefix_long_enough_to_be_cached_is_marked_for_the_cache():
+    """Issue 25 item 10: the judge's (~1.2k characters) and the interview's (~1.1k) system prompts are below
+    the cacheable minimum, so their marks did nothing; a worker's prefix (tools + rules) is marked."""
+    import json
+
+    from support import TESTS
+
+    golden = TESTS / "golden" / "requests"
+    marked = {p.stem: "cache_control" in json.dumps(json.loads(p.read_text())["system"]) for p in golden.glob("*.json")}
+    assert marked["judge"] is False and marked["interview-question"] is False and marked["interview-scoring"] is False
+    assert all(marked[kind] for kind in ("planner", "executor", "critic", "reviewer", "explorer", "retry"))
