@@ -79,7 +79,7 @@ def check(engine, s, stage: Stage) -> tuple[str, list[str]] | None:
     more = f" and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
     reason = f"{stage.id} changed {told}{more}: restored"
     if lost:
-        reason += f" (except {', '.join(lost[:SHOWN])}: not restored: its saved copy is missing or damaged, or it could not be written)"
+        reason += f" (except {', '.join(lost[:SHOWN])}: not restored: no copy was kept (it holds a secret), the copy is missing or damaged, or it could not be written)"
     return reason, [t.shown for t in bad if t.shown not in lost]
 
 

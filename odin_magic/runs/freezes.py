@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from odin_magic.core.atomic import write_atomic_bytes
+from odin_magic.core.secrets import secret_values
 from odin_magic.loop.artifacts import in_run_dir
 from odin_magic.loop.globs import literal_prefix, matches
 from odin_magic.runs.state import Frozen
@@ -155,6 +156,10 @@ class BlobStore:
         self.dir = Path(run_dir) / BLOB_DIR
 
     def keep(self, now: FileNow) -> None:
+        """Keep a copy of ``now``'s bytes, unless they hold a configured secret: odin never writes one, so such a
+        file is frozen by its hash alone (a change to it is still caught; it cannot be put back)."""
+        if any(value.encode() in now.data for value, _ in secret_values()):
+            return
         if self.dir.is_symlink() or (self.dir.exists() and not self.dir.is_dir()):
             self.dir.unlink()  # a worker's link or file where the store belongs: never written through
         self.dir.mkdir(exist_ok=True)

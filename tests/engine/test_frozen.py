@@ -19,11 +19,14 @@ TEST_X = "def test_x():\n    assert 1 + 1 == 2\n"
 
 
 def loop(harness_produces: str, implement_produces: str = "[src/]", implement_gate: str = "",
-         consumes: str | None = None) -> str:
+         consumes: str | None = None, sandbox: str = "off") -> str:
+    """``sandbox: off`` by default: the frozen check is what these tests prove (where bwrap works, the sandbox
+    would refuse a run-dir write before it; see the last test)."""
     return f"""
     name: frozen
     max_iterations: 6
     max_repeats: 6
+    sandbox: {sandbox}
     stages:
       - id: harness
         agent: executor
@@ -169,3 +172,37 @@ def test_a_revert_to_before_the_producing_stage_unfreezes_its_artifacts(project,
     assert state.status == "awaiting_approval" and state.frozen["harness/test_x.py"].stage == "harness"
     state = engine.revert("harness")
     assert state.frozen is None and state.current_stage == "harness"
+
+
+def test_a_frozen_file_that_holds_a_secret_is_frozen_by_its_hash_and_no_copy_is_written(tmp_path, monkeypatch):
+    """odin never writes a configured secret: the frozen store keeps no copy of such a file (a change to it
+    still fails the gate; it cannot be put back)."""
+    from odin_magic.runs.freezes import BlobStore, read_now
+
+    secret = "odin-frozen-test-secret-0123456789"
+    monkeypatch.setenv("ODIN_SECRET_VARS", "FROZEN_TEST_SECRET")
+    monkeypatch.setenv("FROZEN_TEST_SECRET", secret)
+    plain, holding = tmp_path / "plain.md", tmp_path / "holding.md"
+    plain.write_text("notes\n")
+    holding.write_text(f"token={secret}\n")
+    store = BlobStore(tmp_path / "run")
+    (tmp_path / "run").mkdir()
+    for path in (plain, holding):
+        store.keep(read_now(path))
+    kept = [p.read_bytes() for p in (tmp_path / "run" / ".frozen").iterdir()]
+    assert kept == [b"notes\n"]
+
+
+def test_with_the_sandbox_a_later_stage_cannot_even_write_the_run_dir_harness(project, write_loop):
+    """Where bwrap works, the run-dir harness another stage produced is read-only to implement's bash: the edit
+    fails in the shell, and the file is byte for byte the one the harness stage wrote."""
+    from odin_magic.core.sandbox import probe
+
+    if not probe().works:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    edit = 'echo "def test_y(): pass" >> "$ODIN_RUN_DIR/harness/test_x.py"'
+    write_loop(loop("[harness/test_x.py]", sandbox="bwrap"))
+    engine, _ = scripted_engine(project, script("{run_dir}/harness/test_x.py", edit))
+    state = engine.start("frozen", "t")
+    assert (engine.run_dir(state.run_id) / "harness" / "test_x.py").read_bytes() == first_harness()
+    assert [(e.stage, e.result) for e in state.history][:2] == [("harness", "pass"), ("implement", "pass")]
