@@ -1,7 +1,8 @@
 """Without a sandbox, what the engine owns is checked, and engine writes never follow a worker's links (issue 20, parts 3 and 4).
 
 The REAL engine, Claude worker (the SDK's agent toolset, bash included) and SDK against the offline scripted
-Messages API; the sandbox is off (today's default), so the worker's bash can reach the run dir.
+Messages API; the loops say `sandbox: off`, so the worker's bash can reach the run dir (with the sandbox on, where
+bwrap works, it cannot: tests/engine/test_sandboxed_runs.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from support.scripted_runs import Events, scripted_engine
 TWO_STAGES = """
 name: tampered
 max_iterations: 4
+sandbox: off
 stages:
   - id: build
     agent: executor
@@ -121,6 +123,7 @@ def test_a_loop_json_put_back_lets_the_run_continue_from_its_pause(project, writ
 LINKED = """
 name: linked
 max_iterations: 4
+sandbox: off
 stages:
   - id: build
     agent: executor
