@@ -3,7 +3,8 @@
 Every command odin runs for a stage (gate commands, ``post_edit``, the regression
 suite, mutants, the worker's bash tool) runs under ``bwrap`` when the sandbox is on:
 
-* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a private ``/tmp``;
+* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a private ``/tmp`` (the host's entries
+  shown in it read-only, so a venv or linked dependencies there still work; new names are its own);
 * the command's working tree (the project, or a mutation scratch copy) writable, its
   ``.odin-loop/`` and ``.git/`` read-only again, except the run-dir artifacts the stage
   ``produces``, bound writable one by one;
@@ -195,13 +196,27 @@ def _plain(path: Path, run_dir: str | None) -> bool:
     return Path(os.path.realpath(path)) == real_run / path.relative_to(run_dir)
 
 
+#: At most this many of the host's /tmp entries are shown in the sandbox (each is one bind mount).
+MAX_TMP_ENTRIES = 400
+
+
 def _under_tmp(env: Mapping[str, str]) -> list[str]:
-    """What the private ``/tmp`` would hide and a command needs (a venv or a PATH entry in ``/tmp``; the run
-    dir, whose harness a mutant's command in a scratch copy runs): shown again, read-only."""
+    """What the private ``/tmp`` would hide: the host's ``/tmp`` entries, shown again read-only (a venv there,
+    a PATH entry, dependencies linked from another venv there, the run dir whose harness a mutant's command in a
+    scratch copy runs), so that the sandbox's own ``/tmp`` only adds new, private, writable names beside them."""
     found = []
+    try:
+        names = sorted(os.listdir("/tmp"))[:MAX_TMP_ENTRIES]
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join("/tmp", name)
+        if not os.path.islink(path) and ((os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK))
+                                         or os.path.isfile(path)):
+            found.append(path)
     for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]:
-        real = os.path.realpath(entry) if entry else ""
-        if real.startswith("/tmp/") and os.path.isdir(real) and real not in found:
+        real = os.path.realpath(entry) if entry else ""  # past the listed ones (or behind a link in /tmp)
+        if real.startswith("/tmp/") and os.path.isdir(real) and not any(real.startswith(f + "/") for f in found):
             found.append(real)
     return found
 
