@@ -188,29 +188,9 @@ class SchemaErrors(LocatedDiagnostics):
                 message += f" (did you mean {guess!r}?)"
             self.error(path, message, f"use '{guess}'" if guess else f"use one of {expected}")
             return
-        if kind == "model_type" or kind == "dict_type":
-            self.error(path, f"expected a mapping (indented `key: value` lines), got {kind_of(value)}",
-                       "write it as a mapping")
-            return
-        if kind == "list_type":
-            self.error(path, f"expected a list, got {kind_of(value)}", "write it as a list (`- item` lines or `[a, b]`)")
-            return
-        if kind == "too_short" and last == "stages":
-            self.error(path, "a loop needs at least one stage", "add a stage under `stages:`")
-            return
-        if kind == "less_than_equal" and last == "timeout":
-            self.error(path, f"{kind_of(value)} is more than a day; a timeout is at most 86400 seconds",
-                       "give the seconds the command may take, up to 86400")
-            return
-        if kind == "string_too_short":
-            self.error(path, "must not be empty", "write a value")
-            return
-        if kind == "string_pattern_mismatch":
-            self.error(
-                path,
-                f"{kind_of(value)} is not a valid identifier",
-                "use letters, digits, '-', '_' and '.', starting with a letter or digit",
-            )
+        plain = _plain_error(kind, last, value)
+        if plain is not None:
+            self.error(path, *plain)
             return
         if kind in _TYPE_WANTED and last != "version":  # version: a string or a number, said below
             self._type_error(path, kind, value)
@@ -277,3 +257,22 @@ class SchemaErrors(LocatedDiagnostics):
         if guess:
             message += f" (did you mean {guess!r}?)"
         self.error(agent_path, message, f"use `agent: {guess}`" if guess else "use e.g. `agent: executor`")
+
+
+def _plain_error(kind: str, last: Any, value: Any) -> tuple[str, str] | None:
+    """(message, fix) of the errors said the same way wherever they are, or None."""
+    if kind in ("model_type", "dict_type"):
+        return f"expected a mapping (indented `key: value` lines), got {kind_of(value)}", "write it as a mapping"
+    if kind == "list_type":
+        return f"expected a list, got {kind_of(value)}", "write it as a list (`- item` lines or `[a, b]`)"
+    if kind == "too_short" and last == "stages":
+        return "a loop needs at least one stage", "add a stage under `stages:`"
+    if kind == "less_than_equal" and last == "timeout":
+        return (f"{kind_of(value)} is more than a day; a timeout is at most 86400 seconds",
+                "give the seconds the command may take, up to 86400")
+    if kind == "string_too_short":
+        return "must not be empty", "write a value"
+    if kind == "string_pattern_mismatch":
+        return (f"{kind_of(value)} is not a valid identifier",
+                "use letters, digits, '-', '_' and '.', starting with a letter or digit")
+    return None

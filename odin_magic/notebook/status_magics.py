@@ -9,7 +9,6 @@ from __future__ import annotations
 from odin_magic.core.errors import OdinError
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.render.displays import MessageDisplay, NoRunDisplay, RunsDisplay, StatusDisplay
-from odin_magic.runs.store import being_driven
 
 
 class StatusMagics:
@@ -29,6 +28,8 @@ class StatusMagics:
         waiting = state.status in ("awaiting_approval", "awaiting_answer")
         if waiting and not args.run and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
+        from odin_magic.runs.store import being_driven  # a status is read: the store is loaded already
+
         driven = runner.drive.busy or being_driven(runner.run_dir(state.run_id))
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
                              whole_history=getattr(args, "history", False), driven=driven)

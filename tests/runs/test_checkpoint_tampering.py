@@ -16,10 +16,13 @@ from odin_magic.runs.checkpoints import CheckpointError, Checkpoints
 
 from support.scripted_runs import scripted_engine
 
+#: ``sandbox: off``: these tests prove what the checkpoint store and the scope check catch without a sandbox
+#: (with bwrap, .git/ and .odin-loop/ are read-only to the worker: the last test of this file)
 SCOPED_LOOP = """
 name: scoped
 max_iterations: 4
 max_repeats: 4
+sandbox: off
 stages:
   - id: build
     scope: [src/**]
@@ -150,6 +153,24 @@ def test_a_hook_or_a_commit_in_the_users_repository_is_reverted_and_fails_the_ga
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     assert git(project, "rev-parse", "HEAD") == head
     assert (project / "README.md").read_text() == "hi\n"
+
+
+def test_with_the_sandbox_the_worker_cannot_write_the_users_git_at_all(project, write_loop):
+    from odin_magic.core.sandbox import probe
+
+    if not probe().works:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    (project / "README.md").write_text("hi\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "first")
+    head = git(project, "rev-parse", "HEAD")
+    write_loop(SCOPED_LOOP.replace("sandbox: off", "sandbox: bwrap"))
+    engine, _ = scripted_engine(project, attack("printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; "
+                                                "git -c user.name=w -c user.email=w@w commit -qam sneaky --allow-empty"))
+    engine.start("scoped", "t")
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert git(project, "rev-parse", "HEAD") == head
 
 
 # -- the store's configuration and environment ------------------------------------------------------------
