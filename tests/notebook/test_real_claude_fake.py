@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.messages_server import serving
+from support.fake_messages import serve_handle
 from support.nbtools import execute_notebook, outputs_text
 from odin_magic.workers.scripted import ScriptedModel, load_script
 
@@ -35,7 +35,7 @@ def test_the_real_claude_notebook_runs_end_to_end_against_a_local_fake_api(tmp_p
     model = ScriptedModel(load_script(script), source=str(script), project_dir=tmp_path)
     for var in ("ODIN_SCRIPT", "ODIN_INTERVIEW_SCRIPT", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(var, raising=False)
-    with serving(model) as url:
+    with serve_handle(model.handle) as url:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         nb = execute_notebook("real-claude.ipynb", tmp_path)

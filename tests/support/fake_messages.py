@@ -153,44 +153,9 @@ class FakeMessages:
     def factory(self, max_retries: int = 2) -> Callable[[], AsyncAnthropic]:
         return lambda: self.client(max_retries=max_retries)
 
-    @contextlib.contextmanager
-    def serve(self) -> Iterator[str]:
+    def serve(self) -> contextlib.AbstractContextManager[str]:
         """Serve this fake over real HTTP on 127.0.0.1; yields the base URL."""
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                length = int(self.headers.get("content-length", "0"))
-                request = httpx2.Request("POST", f"http://127.0.0.1{self.path}", headers=dict(self.headers.items()),
-                                         content=self.rfile.read(length))
-                response = fake.handle(request)
-                body = response.read()
-                cut = response.headers.get(CUT_HEADER)
-                self.send_response(response.status_code)
-                for key, value in response.headers.items():
-                    if key.lower() not in ("content-length", "transfer-encoding", "connection", CUT_HEADER):
-                        self.send_header(key, value)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                if cut is not None:  # promise the whole body, send part of it, hang up
-                    self.wfile.write(body[: int(cut)])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+        return serve_handle(self.handle)
 
     def bodies(self, purpose: str | None = None, stage: str | None = None) -> list[Recorded]:
         return [
@@ -198,3 +163,44 @@ class FakeMessages:
             if (purpose is None or r.headers.get("x-odin-purpose") == purpose)
             and (stage is None or r.headers.get("x-odin-stage") == stage)
         ]
+
+
+@contextlib.contextmanager
+def serve_handle(handle: Callable[[httpx2.Request], httpx2.Response]) -> Iterator[str]:
+    """Serve ``handle`` (a fake's, or the scripted model's) over real HTTP on 127.0.0.1 until the block ends;
+    yields the base URL, for code in another process (``ANTHROPIC_BASE_URL``). A response with the cut header
+    promises its whole body, sends part of it and hangs up."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("content-length", "0"))
+            request = httpx2.Request("POST", f"http://127.0.0.1{self.path}", headers=dict(self.headers.items()),
+                                     content=self.rfile.read(length))
+            response = handle(request)
+            body = response.read()
+            cut = response.headers.get(CUT_HEADER)
+            self.send_response(response.status_code)
+            for key, value in response.headers.items():
+                if key.lower() not in ("content-length", "transfer-encoding", "connection", CUT_HEADER):
+                    self.send_header(key, value)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            if cut is not None:  # promise the whole body, send part of it, hang up
+                self.wfile.write(body[: int(cut)])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
