@@ -62,8 +62,8 @@ from odin_magic.workers.conversation import RunThread, estimate_tokens
 from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
-    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context, stage_brief,
-    system_blocks,
+    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context, shortened_consumes,
+    stage_brief, system_blocks,
 )
 from odin_magic.workers.thinking import thinking_request
 from odin_magic.workers.toolbox import RoleToolbox, ToolReports, bash_environment, edit_checker, sandbox_shell
@@ -297,6 +297,10 @@ class ClaudeWorker:
         persona = load_persona(job.agent.role, job.project_dir)
         fresh = job.agent.fresh
         brief = stage_brief(job, policy, persona, fresh=fresh)
+        cut = shortened_consumes(job)
+        if cut:
+            emit("info", f"shortened in the brief (its start shown, marked; the worker can read the rest): "
+                         f"{', '.join(cut)}")
         # a worker's prefix starts with its tool definitions (2.9k characters for the smallest role's, 6k for an
         # executor's): with the rules, always past the cacheable minimum
         tools = MIN_CACHEABLE_CHARS

@@ -107,6 +107,22 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
     return text
 
 
+def shortened_consumes(job: StageJob) -> list[str]:
+    """The consumed files a brief shows only the start of (each longer than :data:`ARTIFACT_CHARS`), so that the
+    live view can say so: a prompt is never cut silently."""
+    out = []
+    for entry, path in job.consumes.items():
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        limit = ARTIFACT_CHARS // 2 if path.is_dir() else ARTIFACT_CHARS
+        for f in files:
+            try:
+                if f.stat().st_size > limit and len(f.read_text(encoding="utf-8")) > limit:
+                    out.append(entry if f == path else f"{entry}{f.relative_to(path).as_posix()}")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
 def _roots(job: StageJob | JudgeJob) -> tuple[Path, Path]:
     """Where a prompt may read from: the project and the run dir (by real path)."""
     return (Path(job.project_dir), Path(job.run_dir))

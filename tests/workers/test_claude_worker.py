@@ -430,3 +430,16 @@ def test_odin_max_retries_reaches_the_client_the_worker_makes(project: Path, fak
         with pytest.raises(WorkerError, match="after 0 retries"):
             make_worker(Settings.from_env(), project).perform(stage_job(loop, "spec", project), Events())
     assert len(fake.requests) == 1 and fake.pending == 1
+
+
+def test_a_consume_too_long_for_the_brief_is_cut_with_a_marker_and_said_in_the_live_view(project: Path,
+                                                                                         fake: FakeMessages):
+    """Issue 25, bad input: a prompt is never cut silently; the live view names what the brief shortened."""
+    loop = loop_from(LOOP)
+    job = stage_job(loop, "build", project)
+    (job.run_dir / "spec.md").write_text("add(a, b) returns a + b.\n" * 4000)  # about 100k characters
+    fake.reply("built")
+    events = Events()
+    worker_for(fake).perform(job, events)
+    assert any("shortened in the brief" in t and "spec.md" in t for t in events.of("info"))
+    assert "… (truncated;" in json.dumps(fake.requests[0].body, ensure_ascii=False)
