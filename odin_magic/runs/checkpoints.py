@@ -382,6 +382,10 @@ class Checkpoints:
         :class:`CheckpointError`.
         """
         self.require(target)
+        if self.journal.is_symlink() or (self.journal.exists() and not self.journal.is_file()):
+            kind = "link" if self.journal.is_symlink() else "directory"
+            raise CheckpointError(f"{self.journal} is a {kind}, not odin's restore journal: nothing was changed",
+                                  hint=f"remove it (rm -r '{self.journal}'), then try again")
         current = self.snapshot()
         if paths is not None:
             target = self._mixed(current, target, [listing.to_tree(p) for p in paths])

@@ -661,3 +661,24 @@ def test_diff_before_any_stage_finished_says_where_the_run_is(project, write_loo
     with pytest.raises(UsageError) as info:
         engine.diff()
     assert "is at build; no stage has finished yet" in info.value.message
+
+
+@pytest.mark.parametrize("kind", ["directory", "link"])
+def test_a_directory_or_link_where_the_restore_journal_belongs_is_one_line_and_changes_nothing(project, tmp_path,
+                                                                                                kind, capsys):
+    """Issue 20 item 5: a directory at restore.journal.json was an IsADirectoryError traceback."""
+    from odin_magic.runs.checkpoints import JOURNAL_NAME
+
+    (project / "z.txt").write_text("z1\n")
+    store = Checkpoints(project)
+    target = store.snapshot()
+    (project / "z.txt").write_text("z2\n")
+    journal = store.root / JOURNAL_NAME
+    if kind == "directory":
+        journal.mkdir()
+    else:
+        journal.symlink_to(tmp_path)
+    with pytest.raises(CheckpointError) as info:
+        store.restore(target)
+    assert f"is a {kind}, not odin's restore journal: nothing was changed" in info.value.message
+    assert "rm -r" in info.value.hint and (project / "z.txt").read_text() == "z2\n"
