@@ -15,7 +15,7 @@ ASCII_SYMBOLS = {
     "✅": "[ok]", "🔄": "[loop]", "⏸": "[wait]", "⬜": "[ ]", "⛔": "[blocked]", "❌": "[x]",
     "✓": "v", "✗": "x", "✖": "x", "×": "x", "▶": ">", "■": "#", "↻": "(again)", "↺": "(back)",
     "→": "->", "↔": "<->", "—": "-", "─": "-", "·": ".", "…": "...", "\ufe0f": "",
-    "⚠": "[!]", "–": "-",
+    "⚠": "[!]", "–": "-", "▷": "[ready]", "↶": "(reverted)",
 }
 ERRORS = "odin-ascii"
 
@@ -38,3 +38,17 @@ def fit_streams(*streams: Any) -> None:
                 stream.reconfigure(errors=ERRORS)
             except (ValueError, OSError):  # a closed or detached stream: leave it
                 pass
+
+
+#: Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the bidirectional overrides
+#: and isolates (which can make a line read differently from what it does).
+_UNSAFE = {*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on shown as an escape (``\\x1b``, ``\\u202e``): for
+    lines made of what a model or a file supplied (tool calls, names)."""
+    if not any(ord(c) in _UNSAFE for c in text):
+        return text
+    return "".join((f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if ord(c) in _UNSAFE else c
+                   for c in text)

@@ -43,6 +43,7 @@ from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_tools
 from odin_magic.core.commands import command_env, run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
+from odin_magic.core.encoding import printable
 from odin_magic.core.sandbox import SandboxPolicy, wrap
 from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
@@ -153,7 +154,12 @@ def edit_checker(commands: list[GateCommand], project_dir: Path, env: dict[str, 
 
 
 def describe_call(name: str, args: dict[str, Any]) -> str:
-    """One short line for a tool call."""
+    """One short line for a tool call, every character a terminal would act on escaped (a model's ESC or bidi
+    override never reaches the live view or a terminal as such)."""
+    return printable(_call_line(name, args))
+
+
+def _call_line(name: str, args: dict[str, Any]) -> str:
 
     def short(value: Any, limit: int = 120) -> str:
         text = str(value).strip().splitlines()[0] if str(value).strip() else ""

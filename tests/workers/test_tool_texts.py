@@ -57,3 +57,13 @@ def test_read_returns_numbered_lines_and_view_range_counts_from_1(project: Path)
     whole, part = (r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results)
     assert whole == "1\talpha\n2\tbeta\n3\tgamma\n"
     assert part == "2\tbeta\n3\tgamma"
+
+
+def test_a_tool_line_escapes_what_a_terminal_would_act_on():
+    """Issue 20 item 5: ESC, NUL and bidi overrides in a model's tool call are shown, never acted on."""
+    from odin_magic.workers.toolbox import describe_call
+
+    line = describe_call("bash", {"command": "echo \x1b[31mred \u202egnp.exe"})
+    assert line == "bash: echo \\x1b[31mred \\u202egnp.exe"
+    assert describe_call("write", {"file_path": "a\x00b.py", "content": "x"}) == "write a\\x00b.py (1 chars)"
+    assert describe_call("read", {"file_path": "src/ünïcode.py"}) == "read src/ünïcode.py"  # letters stay
