@@ -106,7 +106,26 @@ def mask(body: dict[str, Any], project: Path, tmp_path: Path) -> dict[str, Any]:
                            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?", "<time>"),
                            (r"\d+\.\d+s\]", "<s>s]"), (r"\d+\.\d+ ?s\b", "<s> s")):
         text = re.sub(pattern, shown, text)
-    return json.loads(text)
+    return _without_runner_output(json.loads(text))
+
+
+#: where a retry brief quotes a command's own output: how pytest lays a traceback out changes between its
+#: releases (CI runs the newest and the oldest supported), so the quote is masked; what odin writes around it stays
+QUOTED_OUTPUT = "Its output (the relevant part):\n"
+JUDGE_QUOTE = "The judge's blocking findings (verbatim):"
+
+
+def _without_runner_output(data: Any) -> Any:
+    if isinstance(data, str) and QUOTED_OUTPUT in data:
+        head, _, rest = data.partition(QUOTED_OUTPUT)
+        after = rest.find(JUDGE_QUOTE)  # what follows the quote, when the judge failed the gate too
+        return head + QUOTED_OUTPUT + "<the command's output, as its runner printed it>" + (
+            "\n\n" + rest[after:] if after >= 0 else "")
+    if isinstance(data, dict):
+        return {k: _without_runner_output(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_without_runner_output(v) for v in data]
+    return data
 
 
 def _brief(body: dict[str, Any]) -> str:
