@@ -13,6 +13,7 @@ tests/golden/requests/*.json; after an intended change, regenerate them with
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -177,5 +178,9 @@ def test_request_bodies_match_the_golden_files(tmp_path: Path):
             (GOLDEN / f"{kind}.json").write_text(text, encoding="utf-8")
     changed = [kind for kind, text in rendered.items()
                if not (GOLDEN / f"{kind}.json").is_file() or (GOLDEN / f"{kind}.json").read_text(encoding="utf-8") != text]
+    first = "".join(difflib.unified_diff(
+        (GOLDEN / f"{changed[0]}.json").read_text(encoding="utf-8").splitlines(keepends=True)
+        if changed and (GOLDEN / f"{changed[0]}.json").is_file() else [],
+        rendered[changed[0]].splitlines(keepends=True), "golden", "sent", n=1)) if changed else ""
     assert not changed, (f"what the model is sent changed for: {', '.join(changed)} "
-                         f"(tests/golden/requests/<kind>.json); {UPDATE_HINT}")
+                         f"(tests/golden/requests/<kind>.json); {UPDATE_HINT}\n{first[:4000]}")
