@@ -42,20 +42,24 @@ loop["stages"][1]["gate"]["run"] = []
 json.dump(loop, open(path, "w"))
 """
 
-SCRIPT = """
+
+def two_stages(command: str, second: str, second_write: str, second_text: str) -> str:
+    """A script: ``build`` writes src/app.py and runs ``command`` in bash; ``second`` writes ``second_write``
+    (a JSON-quoted write tool call) and says ``second_text``."""
+    return f"""
 stages:
   build:
     attempts:
       - turns:
           - tools:
               - write: {{file_path: src/app.py, content: "print('app')\\n"}}
-              - bash: {{command: {command}}}
+              - bash: {{command: {json.dumps(command)}}}
           - text: built
-  test:
+  {second}:
     attempts:
       - turns:
-          - tools: [{{write: {{file_path: src/app.py, content: "print('tested')\\n"}}}}]
-          - text: tested
+          - tools: [{{write: {second_write}}}]
+          - text: {second_text}
 default_verdict: {{status: DONE, passed: true}}
 """
 
@@ -63,7 +67,8 @@ default_verdict: {{status: DONE, passed: true}}
 def ungate_script(tmp_path) -> str:
     helper = tmp_path / "ungate.py"
     helper.write_text(UNGATE, encoding="utf-8")
-    return SCRIPT.format(command=json.dumps(f"{sys.executable} {helper}"))
+    return two_stages(f"{sys.executable} {helper}", "test", '{file_path: src/app.py, content: "print(\'tested\')\\n"}',
+                      "tested")
 
 
 def test_a_loop_json_edited_by_a_stage_blocks_the_run_before_the_next_stage(project, write_loop, tmp_path):
@@ -136,27 +141,9 @@ stages:
     gate: {mode: ai, check: the survey is written}
 """
 
-PLANT = """
-stages:
-  build:
-    attempts:
-      - turns:
-          - tools:
-              - write: {{file_path: src/app.py, content: "print('app')\\n"}}
-              - bash: {{command: {command}}}
-          - text: built
-  survey:
-    attempts:
-      - turns:
-          - tools: [{{write: {{file_path: survey.md, content: "x"}}}}]
-          - text: "# Survey\\n\\n- src/app.py prints app\\n"
-default_verdict: {{status: DONE, passed: true}}
-"""
-
-
 def planted(elsewhere, *names) -> str:
     links = " && ".join(f'ln -s {elsewhere / name} "$ODIN_RUN_DIR/{name}"' for name in names)
-    return PLANT.format(command=json.dumps(links))
+    return two_stages(links, "survey", '{file_path: survey.md, content: "x"}', '"# Survey\\n\\n- src/app.py prints app\\n"')
 
 
 def test_links_planted_at_report_and_tool_refusals_lead_nowhere(project, write_loop, tmp_path):

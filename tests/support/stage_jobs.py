@@ -50,3 +50,25 @@ class Events(list):
 
     def of(self, kind: str) -> list[str]:
         return [e.text for e in self if e.kind == kind]
+
+
+def perform_calls(loop: Loop, stage_id: str, project: Path, calls: list[tuple[str, dict]], **settings):
+    """Perform ``stage_id`` with the real Claude worker and SDK against a local fake model that makes ``calls``
+    (one tool call per turn), then says it has finished; ``(fake, job, events)``."""
+    from odin_magic.workers.claude import ClaudeWorker
+    from odin_magic.workers.config import Settings
+    from support.fake_messages import FakeMessages
+
+    job = stage_job(loop, stage_id, project)
+    fake = FakeMessages()
+    for name, args in calls:
+        fake.tool(name, args)
+    fake.reply("finished")
+    events = Events()
+    ClaudeWorker(Settings(**settings), client_factory=fake.factory()).perform(job, events)
+    return fake, job, events
+
+
+def tool_results(fake) -> list[dict]:
+    """The tool-result block each follow-up request carried back, in order."""
+    return [request.body["messages"][-1]["content"][0] for request in fake.requests[1:]]

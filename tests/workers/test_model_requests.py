@@ -19,7 +19,7 @@ from odin_magic.workers.config import Settings
 from odin_magic.workers.scripted import message_body, reply_response
 
 from support.fake_messages import FakeMessages
-from support.stage_jobs import Events, judge_job, loop_from, stage_job
+from support.stage_jobs import Events, judge_job, loop_from, perform_calls, stage_job, tool_results
 
 LOOP = """
 name: requests
@@ -49,17 +49,8 @@ stages:
 
 def perform(project: Path, stage_id: str, calls: list[tuple[str, dict]], **settings):
     """Perform ``stage_id`` with a model making ``calls``, one per turn; (fake, job, tool results, events)."""
-    job = stage_job(loop_from(LOOP), stage_id, project)
-    fake = FakeMessages()
-    for name, args in calls:
-        fake.tool(name, args)
-    fake.reply("finished")
-    events = Events()
-    ClaudeWorker(Settings(**settings), client_factory=fake.factory()).perform(job, events)
-    results = []
-    for request in fake.requests[1:]:
-        block = request.body["messages"][-1]["content"][0]
-        results.append((bool(block.get("is_error")), json.dumps(block["content"])))
+    fake, job, events = perform_calls(loop_from(LOOP), stage_id, project, calls, **settings)
+    results = [(bool(block.get("is_error")), json.dumps(block["content"])) for block in tool_results(fake)]
     return fake, job, results, events
 
 

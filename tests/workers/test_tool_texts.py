@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from odin_magic.workers.claude import ClaudeWorker
-from odin_magic.workers.config import Settings
-
-from support.fake_messages import FakeMessages
-from support.stage_jobs import Events, loop_from, stage_job
+from support.stage_jobs import loop_from, perform_calls, tool_results
 
 LOOP = """
 name: tools
@@ -25,14 +21,8 @@ stages:
 
 
 def perform(project: Path, calls: list[tuple[str, dict]]):
-    job = stage_job(loop_from(LOOP), "build", project)
-    fake = FakeMessages()
-    for name, args in calls:
-        fake.tool(name, args)
-    fake.reply("finished")
-    ClaudeWorker(Settings(), client_factory=fake.factory()).perform(job, Events())
-    results = [r.body["messages"][-1]["content"][0] for r in fake.requests[1:]]
-    return fake.requests[0].body["tools"], results
+    fake, _, _ = perform_calls(loop_from(LOOP), "build", project, calls)
+    return fake.requests[0].body["tools"], tool_results(fake)
 
 
 def test_the_tools_say_where_they_work_and_how_they_fail(project: Path):
