@@ -170,7 +170,8 @@ def _cmd_status(args):
             question = waiting_question(run_dir, state)
         checked = latest(run_dir, state.history)
         print(render_status(state, loop, history_tail=0 if args.history else 10, question=question,
-                            criteria=checked.lines() if checked is not None else None, driven=being_driven(run_dir)))
+                            criteria=checked.lines() if checked is not None else None,
+                            driven=state.status != "running" or being_driven(run_dir)))
     return 0
 
 

@@ -30,7 +30,7 @@ class StatusMagics:
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
         from odin_magic.runs.store import being_driven  # a status is read: the store is loaded already
 
-        driven = runner.drive.busy or being_driven(runner.run_dir(state.run_id))
+        driven = state.status != "running" or runner.drive.busy or being_driven(runner.run_dir(state.run_id))
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
                              whole_history=getattr(args, "history", False), driven=driven)
 

@@ -203,8 +203,12 @@ class RunLock:
 
 
 def being_driven(run_dir: Path) -> bool:
-    """Whether a process (this one included: the lock is per open file) drives the run in ``run_dir`` now."""
-    lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
+    """Whether a process (this one included: the lock is per open file) drives the run in ``run_dir`` now. A link
+    where the lock belongs is no driver's (:meth:`RunLock.acquire` refuses one) and is never opened."""
+    path = run_dir / "driver.lock"
+    if os.path.islink(path):
+        return False
+    lock = filelock.FileLock(str(path), thread_local=False)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:

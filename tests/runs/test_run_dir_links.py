@@ -94,6 +94,22 @@ def test_the_run_lock_refuses_a_linked_lock_file(tmp_path):
     assert everything(elsewhere) == []
 
 
+def test_asking_whether_a_run_is_driven_never_opens_a_linked_lock_file(tmp_path):
+    """`odin status` asks: a lock file linked elsewhere is no driver's, and the file it leads to is untouched."""
+    from odin_magic.runs.store import being_driven
+
+    rd, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    rd.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "precious").write_text("keep me\n")
+    os.symlink(elsewhere / "precious", rd / "driver.lock")
+    assert being_driven(rd) is False
+    (rd / "driver.lock").unlink()
+    os.symlink(elsewhere / "dangling", rd / "driver.lock")
+    assert being_driven(rd) is False
+    assert everything(elsewhere) == ["precious"] and (elsewhere / "precious").read_text() == "keep me\n"
+
+
 def test_write_atomic_within_makes_folders_and_refuses_a_link_on_the_way(tmp_path):
     rd, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
     (rd / "a").mkdir(parents=True)
