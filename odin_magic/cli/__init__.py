@@ -18,8 +18,9 @@ import sys
 from odin_magic import __version__
 from odin_magic.core.encoding import fit_streams
 from odin_magic.cli.common import (  # noqa: F401 - handed on: the helpers' old place
-    OdinParser, _did_you_mean, add_command, add_project, project_dir, refuse_unless_schedulable
+    OdinParser, add_command, add_project, project_dir, refuse_unless_schedulable
 )
+from odin_magic.commands.spec import did_you_mean_text
 from odin_magic.core.errors import OdinError
 
 
@@ -70,7 +71,7 @@ def _reject_leading_option(parser: OdinParser, argv: list[str]) -> None:
     if takes:
         command = next((word for word in argv if word in takes), takes[0])  # the command the user wrote, if any
         parser.error(f"{option} goes after the command, e.g. `odin {command} {option} ...`")
-    parser.error(f"unknown option {option}{_did_you_mean(option, ['--help', '--version'])}; "
+    parser.error(f"unknown option {option}{did_you_mean_text(option, ['--help', '--version'])}; "
                  "`odin --help` lists the commands")
 
 

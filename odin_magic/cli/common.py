@@ -9,14 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+from odin_magic.commands.spec import did_you_mean_text, unknown_command
 from odin_magic.core.errors import OdinError, UsageError
-
-
-def _did_you_mean(word: str, choices) -> str:
-    from odin_magic.loop.validation import did_you_mean  # only when something is misspelt: --help stays cheap
-
-    close = did_you_mean(word, choices)
-    return f" (did you mean {close!r}?)" if close else ""
 
 
 class OdinParser(argparse.ArgumentParser):
@@ -26,8 +20,7 @@ class OdinParser(argparse.ArgumentParser):
         choice = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
         if choice and choice.group(1) == "COMMAND":
             word, choices = choice.group(2), re.findall(r"'([^']*)'", choice.group(3))
-            message = (f"unknown command {word!r}{_did_you_mean(word, choices)}; "
-                       f"`{self.prog} --help` lists the commands")
+            message = unknown_command(word, choices, f"`{self.prog} --help`")
         super().error(message)
 
     def reject_extras(self, extras: list[str]):
@@ -36,7 +29,7 @@ class OdinParser(argparse.ArgumentParser):
         first = extras[0]
         if first.startswith("-"):
             word = first.split("=", 1)[0]
-            self.error(f"unknown option {word}{_did_you_mean(word, options)}; "
+            self.error(f"unknown option {word}{did_you_mean_text(word, options)}; "
                        f"`{self.prog} --help` lists its options")
         self.error(f"unexpected argument(s): {' '.join(extras)}; `{self.prog} --help` shows what it takes")
 

@@ -54,3 +54,16 @@ def add_arguments(parser: argparse.ArgumentParser, spec: tuple[Arg, ...], front_
     for a in spec:
         if a.offered_by(front_end):
             parser.add_argument(*a.names, **a.options)
+
+
+def did_you_mean_text(word: str, choices) -> str:
+    """`` (did you mean 'status'?)`` when a choice is close to ``word``, else nothing: both front ends say it so."""
+    from odin_magic.loop.validation import did_you_mean  # only when something is misspelt: --help stays cheap
+
+    close = did_you_mean(word, list(choices))
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def unknown_command(word: str, choices, listing: str) -> str:
+    """The one line either front end says for a command it does not have; ``listing`` is how to list them."""
+    return f"unknown command {word!r}{did_you_mean_text(word, choices)}; {listing} lists the commands"

@@ -132,11 +132,9 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
         if kind == "loop":
             if len(rest) != 1:
                 raise UsageError("usage: %%odin loop NAME  (the cell holds the loop's YAML)")
-            written = line.split()[-1]
-            if written != rest[0]:  # quotes or a backslash the shell-like split took away: `a\b` is not `ab`
-                raise UsageError(f"%%odin loop {written!r}: not a loop name; use letters, digits, '-', '_' and "
-                                 "'.' only: the cell is saved as .odin-loop/loops/NAME.yaml")
-            return self._save_loop(rest[0], cell)
+            # the name as written: quotes or a backslash that the shell-like split would take away (`a\b` is not
+            # `ab`) make it no plain name, and the name check says so
+            return self._save_loop(line.split()[-1], cell)
         if kind == "task":
             task = cell.strip()
             if not task:

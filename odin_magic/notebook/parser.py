@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from odin_magic.commands import SHARED
-from odin_magic.commands.spec import MAGIC, add_arguments
+from odin_magic.commands.spec import MAGIC, add_arguments, unknown_command
 from odin_magic.core.errors import OdinError
 
 #: Each shared command's description in ``%odin help``, in help order (their arguments: :data:`SHARED`).
@@ -129,9 +129,5 @@ def parse_line(line: str) -> argparse.Namespace:
     if len(argv) > 1 and argv[0] in SUBPARSERS and any(a in ("-h", "--help") for a in argv[1:]):
         argv = ["help", argv[0]]
     if argv[0] not in SUBPARSERS:  # as the terminal's odin says it
-        from odin_magic.loop.validation import did_you_mean
-
-        close = did_you_mean(argv[0], list(SUBPARSERS))
-        raise UsageError(f"unknown command {argv[0]!r}" + (f" (did you mean {close!r}?)" if close else "")
-                         + "; `%odin help` lists the commands")
+        raise UsageError(unknown_command(argv[0], SUBPARSERS, "`%odin help`"))
     return PARSER.parse_args(argv)
