@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
 from odin_magic.render.text import (
-    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_lines, render_runs, render_simulation,
+    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_heading, history_rows, render_runs, render_simulation,
     render_status, stage_marks, status_text, threshold_standing
 )
 
@@ -193,14 +193,11 @@ class StatusDisplay(_Display):
         """The numbered history (the N of ``revert --to`` and ``fork --from``), folded away unless asked for."""
         if not self.state.history:
             return ""
-        heading, *entries = history_lines(self.state, self.history_tail)
         opened = " open" if not self.history_tail else ""
-        rows = []
-        for line in entries:  # "  ✅ #3 …": the mark in the common font, as everywhere in the HTML views
-            mark, _, rest = line.strip().partition(" ")
-            rows.append(f"{html_mark(mark)} {_e(rest)}")
-        return (f"<details{opened}><summary>{_e(heading)}</summary>"
-                f"<pre>{chr(10).join(rows)}</pre></details>")
+        rows = "\n".join(f"{html_mark(mark)} {_e(rest)}"  # the mark in the common font, as in every HTML view
+                         for mark, rest in history_rows(self.state, self.history_tail))
+        return (f"<details{opened}><summary>{_e(history_heading(self.state, self.history_tail))}</summary>"
+                f"<pre>{rows}</pre></details>")
 
 
 def _against_threshold(iv) -> str:

@@ -159,14 +159,24 @@ def status_text(state: RunState, driven: bool = True, mark: bool = True) -> str:
     return f"{sign} {words}" if mark and sign else words
 
 
+def history_heading(state: RunState, tail: int = 10) -> str:
+    """``history (12 entries, last 10; …)``: how many there are, and how to see them all when shortened."""
+    shown = min(tail, len(state.history)) if tail else len(state.history)
+    skipped = len(state.history) - shown
+    return f"history ({len(state.history)} entries" + (
+        f", last {shown}; `odin status --history` shows all" if skipped else "") + ")"
+
+
+def history_rows(state: RunState, tail: int = 10) -> list[tuple[str, str]]:
+    """The last ``tail`` history entries (all of them: ``tail`` 0), numbered, with the reverts where they
+    happened: (mark, the rest of the line) each, for the text and the HTML views."""
+    skipped = len(state.history) - (min(tail, len(state.history)) if tail else len(state.history))
+    return [_history_row(n, item) for n, item in history_with_reverts(state, start=skipped)]
+
+
 def history_lines(state: RunState, tail: int = 10) -> list[str]:
-    """The history's heading and its last ``tail`` entries (all of them: ``tail`` 0), numbered, reverts
-    where they happened; a shortened history says how to see all of it."""
-    shown = state.history[-tail:] if tail else state.history
-    skipped = len(state.history) - len(shown)
-    heading = f"history ({len(state.history)} entries" + (
-        f", last {len(shown)}; `odin status --history` shows all" if skipped else "") + ")"
-    return [heading] + [_history_line(n, item) for n, item in history_with_reverts(state, start=skipped)]
+    """The history's heading and its rows as text lines."""
+    return [history_heading(state, tail)] + [f"  {mark} {rest}" for mark, rest in history_rows(state, tail)]
 
 
 def history_with_reverts(state: RunState, start: int = 0) -> list[tuple[int, HistoryEntry | Revert]]:
@@ -187,16 +197,16 @@ def history_with_reverts(state: RunState, start: int = 0) -> list[tuple[int, His
     return out
 
 
-def _history_line(n: int, item: HistoryEntry | Revert) -> str:
+def _history_row(n: int, item: HistoryEntry | Revert) -> tuple[str, str]:
     if not n:  # a revert
-        return f"  {REVERTED} {item.at}  {item.reason}; the run continues from {item.stage}"
+        return REVERTED, f"{item.at}  {item.reason}; the run continues from {item.stage}"
     e = item
     mark = (PASSED if e.gate != "ai-pending" else AWAITING) if e.result == "pass" else LOOPED
     extra = f" [{e.agent}]" if e.agent else ""
     why = f" — {e.reason}" if e.reason else ""
     if e.failure and e.failure != "recoverable":
         why += f" [{e.failure}]"
-    return f"  {mark} #{n} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}"
+    return mark, f"#{n} {e.at}  {e.stage} {e.result} ({e.gate}){extra}{why}"
 
 
 def render_simulation(result: dict) -> str:
