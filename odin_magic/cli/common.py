@@ -66,8 +66,8 @@ def refuse_unless_schedulable(catalog, name: str, refusal: type[OdinError]) -> N
     on stderr and ``refusal`` (a run refused is 1, a schedule asked of such a loop a usage error, 2)."""
     report = catalog.validate(name, schedulable=True)
     if not report.ok:
-        for problem in report.errors:  # what stands in the way, without validate's "INVALID" or its option
-            print(str(problem).replace(", or drop --schedulable", ""), file=sys.stderr)
+        for problem in report.errors:  # what stands in the way, without validate's "INVALID" summary
+            print(problem, file=sys.stderr)
         raise refusal(f"loop {name!r} cannot run unattended: it could wait for a person",
                       hint="make every gate `ai` and drop the interview; `odin validate --schedulable LOOP` "
                            "lists what stands in the way")

@@ -58,7 +58,7 @@ class StageRules(LocatedDiagnostics):
             self.error(
                 base + ("gate", "mode"),
                 f"stage {sid!r} has gate mode {mode!r}, which pauses for a human; a schedulable loop never pauses",
-                "use `mode: ai`, or drop --schedulable",
+                "use `mode: ai`",
             )
 
     def _interview_rules(self, base: tuple, sid: str, stage: dict, schedulable: bool) -> None:
@@ -72,7 +72,7 @@ class StageRules(LocatedDiagnostics):
             self.error(
                 base + ("interview",),
                 f"stage {sid!r} is an interview, which waits for a person; a schedulable loop never pauses",
-                "remove the interview stage, or drop --schedulable",
+                "remove the interview stage",
                 at="key",
             )
         if interview.get("mode") == "deep":

@@ -102,7 +102,7 @@ class _Checker(StageRules, SchemaErrors):
         if touching:
             self.error(("risk",), "stage(s) " + "; ".join(touching) + " would pause for sign-off on a risky change; "
                        "a schedulable loop never pauses",
-                       "narrow those stages with `scope:` so they cannot reach the risk globs, or drop --schedulable")
+                       "narrow those stages with `scope:` so they cannot reach the risk globs")
 
     def _reachability(self, stages: list[tuple[int, dict]], first_index: dict[str, int]) -> None:
         """Follow the run's moves (pass: the next stage; fail: on_fail or a retry) from the first stage."""
