@@ -14,8 +14,12 @@ def check(loop: Loop) -> str | None:
     return resolve(chosen_mode(loop.sandbox)).warning
 
 
+#: what a notice is about, in its record: the report finds the run-start sandbox warning by it
+SANDBOX_NOTICE = "sandbox"
+
+
 def tell(engine, s, warning: str | None) -> None:
     """Record and show the run-start warning (the live view and the report show notices)."""
     if warning:
-        engine._record(s, RecordType.NOTICE, text=warning)
+        engine._record(s, RecordType.NOTICE, text=warning, about=SANDBOX_NOTICE)
         engine._emit("notice", s.state, text=warning)

@@ -67,7 +67,7 @@ def _unsandboxed(run_dir: Path, first: int = 20) -> str | None:
     """The run-start notice that the run is unsandboxed, among the log's first records (it follows run start)."""
     try:
         for i, record in enumerate(iter_log(run_dir / LOG_NAME)):
-            if isinstance(record, Notice) and record.text.startswith("sandbox ") and "unsandboxed" in record.text:
+            if isinstance(record, Notice) and record.get("about") == "sandbox":  # engine/sandboxing.SANDBOX_NOTICE
                 return record.text
             if i >= first:
                 break
