@@ -22,6 +22,7 @@ from pathlib import Path
 
 KEY_NAME = "memory.key"  # in .odin-loop/
 SIG_CHARS = 32  # hex characters of the HMAC kept in an entry's header
+KEY_BYTES = 32
 
 
 class Seal:
@@ -32,7 +33,7 @@ class Seal:
         self._key: bytes | None = None
 
     def key(self) -> bytes | None:
-        """The key, None when there is none (or it cannot be read: a link, not a key)."""
+        """The key, None when there is none, or it cannot be read (a link, junk, a key cut short)."""
         if self._key is None:
             try:
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -41,15 +42,19 @@ class Seal:
             with os.fdopen(fd, "rb") as f:
                 text = f.read(200).strip()
             try:
-                self._key = bytes.fromhex(text.decode("ascii"))
+                key = bytes.fromhex(text.decode("ascii"))
             except ValueError:
                 return None
-        return self._key or None
+            self._key = key if len(key) == KEY_BYTES else None  # junk, or a key cut short: none
+        return self._key
 
     def make(self) -> bytes:
-        """A new key, written 0600 (never over an existing file, nor through a link)."""
-        key = secrets.token_bytes(32)
+        """A new key, written 0600; whatever was in its place (junk, a link: never a key, or :meth:`key` would
+        have read it) is removed first, never written through. An ``OSError`` when that cannot be done."""
+        key = secrets.token_bytes(KEY_BYTES)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(self.path):
+            os.unlink(self.path)  # a link itself, not what it points to; a directory there is an OSError
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(self.path, flags, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as f:

@@ -230,3 +230,16 @@ def test_a_memory_file_past_its_cap_folds_its_oldest_entries(project):
     assert summary.text.startswith(f"{30 - len(rest)} older entries were folded away (runs run-0-0 … ")
     assert rest[-1].text.startswith("lesson 2.9 ")  # the newest stay whole
     assert memory.MEMORY_FILE_CHARS == 200_000  # as docs/authoring.md states
+
+
+def test_junk_in_the_key_file_is_a_missing_key_never_a_traceback(project, write_loop):
+    key = project / ".odin-loop" / "memory.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("not a key at all\n")
+    first_run(project, write_loop)  # the run's end writes its memory over the junk
+    assert len(bytes.fromhex(key.read_text().strip())) == 32 and key.stat().st_mode & 0o777 == 0o600
+    assert {e.kind for e in Memory(project).entries()} == {"decision", "lesson"}
+    key.write_text("00\n")  # too short to be a key: as if there were none; the sealed entries cannot be checked
+    lesson = memory._entry("lesson", "build", "r2", "2030-01-01T00:00:00", "a later lesson")
+    assert Memory(project).append([lesson]) == 1
+    assert [e.text for e in Memory(project).entries()] == ["a later lesson"]
