@@ -151,7 +151,11 @@ class Memory:
         """Add ``entries`` (an entry already there is not written twice), sealed; how many were new. The file is
         rewritten (entries without odin's seal left out), its oldest entries folded past :attr:`cap`."""
         entries = list(entries)
-        existing = {k: self.entries(k) for k in FILES}
+        existing, ignored = {}, {}
+        for k in FILES:  # each read counts its own file: :attr:`ignored` ends up with the count of every file
+            existing[k] = self.entries(k)
+            ignored.update(self.ignored)
+        self.ignored = ignored
         known = {e.id for es in existing.values() for e in es}
         added = 0
         for kind in FILES:

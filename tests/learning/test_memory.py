@@ -243,3 +243,17 @@ def test_junk_in_the_key_file_is_a_missing_key_never_a_traceback(project, write_
     lesson = memory._entry("lesson", "build", "r2", "2030-01-01T00:00:00", "a later lesson")
     assert Memory(project).append([lesson]) == 1
     assert [e.text for e in Memory(project).entries()] == ["a later lesson"]
+
+
+def test_a_write_counts_the_forged_entries_of_every_file(project, write_loop):
+    first_run(project, write_loop)
+    folder = project / ".odin-loop" / "memory"
+    with open(folder / "decisions.md", "a", encoding="utf-8") as f:
+        f.write(FORGED)
+    with open(folder / "lessons.md", "a", encoding="utf-8") as f:
+        f.write(FORGED.replace("m-0badf00d · decision", "m-0badf00e · lesson") + FORGED.replace(
+            "m-0badf00d · decision", "m-0badf00f · lesson"))
+    mem = Memory(project)
+    mem.append([memory._entry("lesson", "build", "r2", "2030-01-01T00:00:00", "a later lesson")])
+    assert mem.notices() == ["memory: 1 entry in decisions.md was not written by odin; ignored",
+                             "memory: 2 entries in lessons.md were not written by odin; ignored"]
