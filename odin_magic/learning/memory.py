@@ -40,7 +40,7 @@ from odin_magic.core.confine import check_confined
 from odin_magic.core.errors import UsageError
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
-from odin_magic.learning.memory_seal import SIG_CHARS, Seal
+from odin_magic.learning.memory_seal import KEY_NAME, SIG_CHARS, Seal
 from odin_magic.runs.log import LOG_NAME, read_log
 from odin_magic.runs.records import Record, RecordType, parse_record
 
@@ -97,6 +97,9 @@ class Memory:
         self.seal = Seal(self.odin_dir)
         self.cap = cap
         self.ignored: dict[str, int] = {}  # file name -> entries the last read found without odin's seal
+        self.unverifiable = 0  # sealed entries the last read had no key to check
+        self.upgraded = 0  # entries of an earlier version the last read sealed as they were
+        self.dropped: set[str] = set()  # the kinds whose file held entries the last read left out
 
     def path(self, kind: str) -> Path:
         """The memory file of ``kind``; :class:`~odin_magic.core.confine.PathEscapes` when it (or its directory)
@@ -106,25 +109,42 @@ class Memory:
         return path
 
     def entries(self, kind: str | None = None) -> list[Entry]:
-        """Every entry odin wrote, oldest first (decisions, then lessons, when ``kind`` is None); those
-        without odin's seal are left out and counted in :attr:`ignored` (:meth:`notices`)."""
-        out: list[Entry] = []
-        self.ignored = {}
+        """Every entry odin wrote, oldest first (decisions, then lessons, when ``kind`` is None); the others are
+        left out and counted (:meth:`notices`): in :attr:`ignored` those without a valid seal, in
+        :attr:`unverifiable` the sealed ones when there is no key to check them with."""
+        return [e for es in self._checked([kind] if kind else list(FILES)).values() for e in es]
+
+    def _checked(self, kinds: list[str]) -> dict[str, list[Entry]]:
+        """The entries odin wrote in the files of ``kinds``; what was left out is counted (see :meth:`entries`)."""
+        self.ignored, self.unverifiable, self.upgraded, self.dropped = {}, 0, 0, set()
         if not os.path.lexists(self.dir):
-            return out  # no memory yet (nothing there, not even a link: each stage asks)
-        self._seal_earlier_versions()
-        for k in ([kind] if kind else list(FILES)):
-            parsed = self._read(k)
-            sealed = [e for e in parsed if self.seal.valid(e.content(), e.sig)]
-            if len(sealed) < len(parsed):
-                self.ignored[FILES[k]] = len(parsed) - len(sealed)
-            out += sealed
+            return {k: [] for k in kinds}  # no memory yet (nothing there, not even a link: each stage asks)
+        found = self._seal_earlier_versions({k: self._read(k) for k in FILES})
+        keyless = self.seal.key() is None
+        out = {}
+        for k in kinds:
+            out[k] = [e for e in found[k] if self.seal.valid(e.content(), e.sig)]
+            unchecked = sum(1 for e in found[k] if e.sig) if keyless else 0
+            forged = len(found[k]) - len(out[k]) - unchecked
+            if forged:
+                self.ignored[FILES[k]] = forged
+            if forged or unchecked:
+                self.dropped.add(k)
+            self.unverifiable += unchecked
         return out
 
     def notices(self) -> list[str]:
-        """One line per memory file holding entries odin did not write (as the last read found them)."""
-        return [f"memory: {n} {'entry' if n == 1 else 'entries'} in {name} {'was' if n == 1 else 'were'} "
-                f"not written by odin; ignored" for name, n in self.ignored.items()]
+        """What the last read left out, or sealed anew: one line per memory file holding entries odin did not
+        write, one for the sealed entries no key can check, one for memory sealed as it was."""
+        lines = [f"memory: {n} {_entries(n)} in {name} {'was' if n == 1 else 'were'} not written by odin; ignored"
+                 for name, n in self.ignored.items()]
+        if self.unverifiable:
+            lines.append(f"memory: {self.unverifiable} sealed {_entries(self.unverifiable)} cannot be checked "
+                         f"({KEY_NAME} is missing or unreadable); ignored")
+        if self.upgraded:
+            lines.append(f"memory: {self.upgraded} {_entries(self.upgraded)} without a seal (written before odin sealed "
+                         "memory) sealed as found; `odin memory` lists every entry: remove any you did not write")
+        return lines
 
     def _read(self, kind: str) -> list[Entry]:
         try:
@@ -132,17 +152,23 @@ class Memory:
         except FileNotFoundError:
             return []
 
-    def _seal_earlier_versions(self) -> None:
-        """Memory an earlier version wrote (no entry sealed, no key yet) is sealed as it is, once."""
-        if self.seal.key() is not None or os.path.lexists(self.seal.path):
-            return
-        found = {k: self._read(k) for k in FILES}
-        if any(e.sig for es in found.values() for e in es):
-            return  # sealed entries and no key: the key was removed; nothing is trusted anew
-        self.seal.make()
-        for kind, entries in found.items():
-            if entries:
-                self._rewrite(kind, [self._sealed(e) for e in entries])
+    def _seal_earlier_versions(self, found: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
+        """``found`` (every file's entries), sealed as they are when an earlier version wrote them: there is no
+        (readable) key and no entry in any file carries a seal. Once one does, nothing is sealed anew: an entry
+        without a valid seal is dropped, and without the key every sealed one is (never signed again)."""
+        entries = [e for es in found.values() for e in es]
+        if not entries or any(e.sig for e in entries) or self.seal.key() is not None:
+            return found
+        try:
+            self.seal.make()
+        except OSError:  # no key can be written there: nothing is trusted
+            return found
+        found = {k: [self._sealed(e) for e in es] for k, es in found.items()}
+        for kind, sealed in found.items():
+            if sealed:
+                self._rewrite(kind, sealed)
+        self.upgraded = len(entries)
+        return found
 
     def _sealed(self, entry: Entry) -> Entry:
         return replace(entry, sig=self.seal.sign(entry.content()))
@@ -151,16 +177,13 @@ class Memory:
         """Add ``entries`` (an entry already there is not written twice), sealed; how many were new. The file is
         rewritten (entries without odin's seal left out), its oldest entries folded past :attr:`cap`."""
         entries = list(entries)
-        existing, ignored = {}, {}
-        for k in FILES:  # each read counts its own file: :attr:`ignored` ends up with the count of every file
-            existing[k] = self.entries(k)
-            ignored.update(self.ignored)
-        self.ignored = ignored
+        existing = self._checked(list(FILES))  # one read of every file: each one's count is kept
         known = {e.id for es in existing.values() for e in es}
+        entries = [e for e in entries if e.id not in known]
         added = 0
-        for kind in FILES:
-            new = [self._sealed(e) for e in entries if e.kind == kind and e.id not in known]
-            if not new:
+        for kind in FILES if entries else ():  # a file that held entries left out is rewritten without them
+            new = [self._sealed(e) for e in entries if e.kind == kind]
+            if not new and kind not in self.dropped:
                 continue
             self._rewrite(kind, self._fold(kind, existing[kind] + new))
             added += len(new)
@@ -205,6 +228,10 @@ class Memory:
     def _rewrite(self, kind: str, entries: list[Entry]) -> None:
         text = TITLES[kind] + "".join("\n" + e.render() for e in entries)
         write_atomic(self.path(kind), text, within=self.odin_dir)  # memory/ made when missing; never through a link
+
+
+def _entries(n: int) -> str:
+    return "entry" if n == 1 else "entries"
 
 
 def _parse(text: str) -> list[Entry]:

@@ -7,9 +7,11 @@ and the next run's brief would show it as a person's decision. So each entry odi
 sandbox keeps ``.odin-loop/`` out of a worker's reach). An entry whose sig is missing or does not match
 (a forged entry, or an edited one) is not handed to any run.
 
-Memory files of earlier versions carry no sig: when the key is first made and no entry carries one,
-they are signed as they are (trusted once, as an upgrade). Once any entry carries a sig, a missing key
-is not made anew over them: their entries are refused until ``odin memory clear``.
+Memory files of earlier versions carry no sig: when there is no key (or only junk where it should be)
+and no entry in any memory file carries a sig, they are signed as they are (trusted once, as an upgrade;
+the stage is told how many). Once any entry carries a sig, nothing is signed as it is: an entry without
+a valid sig is dropped, and without the key every sealed entry is (a notice gives the count; the next
+write makes a new key and leaves them out).
 """
 
 from __future__ import annotations
