@@ -52,9 +52,8 @@ FILES = {"decision": "decisions.md", "lesson": "lessons.md"}
 TITLES = {"decision": "# Decisions\n\nWhat people decided in earlier runs (written by odin at each run's end).\n",
           "lesson": "# Lessons\n\nWhat failed and what fixed it in earlier runs (written by odin at each run's end).\n"}
 _HEAD = re.compile(r"^### (m-[0-9a-f]{8}) · (decision|lesson) · stage (\S+) · run (\S+) · (\S*?)"
-                   r"(?: · sig ([0-9a-f]{%d}))?\s*$" % SIG_CHARS)
+                   r"(?: · folded (\d+) since (\S+))?(?: · sig ([0-9a-f]{%d}))?\s*$" % SIG_CHARS)
 FOLDED_RUN = "folded"  # the run of a summary entry: older entries folded into one
-_FOLDED = re.compile(r"^(\d+) older entries were folded away(?: \(runs (\S+) … )?")
 
 
 @dataclass(frozen=True)
@@ -66,14 +65,19 @@ class Entry:
     at: str
     text: str
     sig: str = ""  # odin's seal (memory_seal): an entry without a valid one was not written by odin
+    folded: int = 0  # of a summary entry (run FOLDED_RUN): how many entries it stands for
+    since: str = ""  # of a summary entry: the first run among them
 
     def render(self) -> str:
+        folded = f" · folded {self.folded} since {self.since or '-'}" if self.folded else ""
         sig = f" · sig {self.sig}" if self.sig else ""
-        return f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}{sig}\n{self.text.strip()}\n"
+        return (f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}{folded}{sig}\n"
+                f"{self.text.strip()}\n")
 
     def content(self) -> str:
         """What the seal covers: every field but the seal itself."""
-        return "|".join((self.id, self.kind, self.stage, self.run_id, self.at, self.text.strip()))
+        fields = (self.id, self.kind, self.stage, self.run_id, self.at, self.text.strip())
+        return "|".join(fields + ((str(self.folded), self.since) if self.folded else ()))
 
     def brief(self) -> str:
         return f"- ({self.kind}, stage {self.stage}, run {self.run_id}) {' '.join(self.text.split())}"
@@ -191,23 +195,23 @@ class Memory:
 
     def _fold(self, kind: str, entries: list[Entry]) -> list[Entry]:
         """``entries``, the oldest folded into one summary entry when the file would hold more than :attr:`cap`."""
-        def size(es: list[Entry]) -> int:
-            return len(TITLES[kind]) + sum(len(e.render()) + 1 for e in es)
-
-        if size(entries) <= self.cap:
+        sizes = [len(e.render()) + 1 for e in entries]
+        size = len(TITLES[kind]) + sum(sizes)
+        if size <= self.cap:
             return entries
-        folded: list[Entry] = []
         summary_room = 400  # a summary entry's header and text
-        while len(entries) > 1 and size(entries) + summary_room > self.cap:
-            folded.append(entries.pop(0))
-        n = sum(int(m.group(1)) if e.run_id == FOLDED_RUN and (m := _FOLDED.match(e.text)) else 1 for e in folded)
-        runs = [(m.group(2) if (m := _FOLDED.match(e.text)) else None) if e.run_id == FOLDED_RUN else e.run_id
-                for e in folded]
-        runs = [r for r in runs if r]
+        cut = 0
+        while len(entries) - cut > 1 and size + summary_room > self.cap:
+            size -= sizes[cut]
+            cut += 1
+        folded, entries = entries[:cut], entries[cut:]
+        n = sum((e.folded or 1) if e.run_id == FOLDED_RUN else 1 for e in folded)
+        runs = [r for r in (e.since if e.run_id == FOLDED_RUN else e.run_id for e in folded) if r]
         span = f" (runs {runs[0]} … {runs[-1]})" if runs else ""
         text = (f"{n} older entries were folded away{span} to keep {FILES[kind]} under {self.cap} characters; "
                 "`odin memory` lists the rest")
-        return [self._sealed(_entry(kind, "-", FOLDED_RUN, folded[-1].at, text)), *entries]
+        summary = replace(_entry(kind, "-", FOLDED_RUN, folded[-1].at, text), folded=n, since=runs[0] if runs else "")
+        return [self._sealed(summary), *entries]
 
     def remove(self, entry_id: str) -> Entry:
         for kind in FILES:
@@ -241,8 +245,9 @@ def _parse(text: str) -> list[Entry]:
 
     def close() -> None:
         if head is not None:
-            entry_id, kind, stage, run_id, at, sig = head.groups()
-            out.append(Entry(entry_id, kind, stage, run_id, at, "\n".join(body).strip(), sig or ""))
+            entry_id, kind, stage, run_id, at, folded, since, sig = head.groups()
+            out.append(Entry(entry_id, kind, stage, run_id, at, "\n".join(body).strip(), sig or "",
+                             int(folded or 0), "" if since in (None, "-") else since))
 
     for line in text.splitlines():
         match = _HEAD.match(line)

@@ -228,6 +228,7 @@ def test_a_memory_file_past_its_cap_folds_its_oldest_entries(project):
     summary, rest = entries[0], entries[1:]
     assert summary.run_id == memory.FOLDED_RUN
     assert summary.text.startswith(f"{30 - len(rest)} older entries were folded away (runs run-0-0 … ")
+    assert (summary.folded, summary.since) == (30 - len(rest), "run-0-0")  # read from its header, sealed
     assert rest[-1].text.startswith("lesson 2.9 ")  # the newest stay whole
     assert memory.MEMORY_FILE_CHARS == 200_000  # as docs/authoring.md states
 
