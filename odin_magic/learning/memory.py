@@ -23,8 +23,18 @@ Each entry is a markdown section, sealed by odin (:mod:`odin_magic.learning.memo
 
 An entry without a valid seal (a worker's forged "a person asked: …", an edited one) is never handed to
 a run: :meth:`Memory.notices` says how many each file holds ("memory: 1 entry in decisions.md was not
-written by odin; ignored"), and the next write leaves them out. A file past :data:`MEMORY_FILE_CHARS`
-characters has its oldest entries folded into one summary entry.
+written by odin; ignored"), and the next write leaves them out. Without the key, every sealed entry is
+left out the same way (one notice with the count); memory with no seal at all (an earlier version's) is
+sealed as found, once, and told. A file past :data:`MEMORY_FILE_CHARS` characters has its oldest entries
+folded into one summary entry (its header: ``· folded N since RUN``).
+
+What the seal does not stop: a worker's bash **without the sandbox** runs as the user who runs odin; it
+can read ``.odin-loop/memory.key`` and seal an entry of its own, or remove the key and every seal so that
+its entries pass for an earlier version's (sealed as found; the notice is then all that tells). The seal
+catches a line appended or edited by hand, not that. **With the sandbox** ``.odin-loop/`` is read-only
+to every command of a stage: no memory file and no key can be written, so no entry can be planted. The
+sandbox does not hide the key (it can be read, and copied into the project tree for a later unsandboxed
+command to use).
 """
 
 from __future__ import annotations

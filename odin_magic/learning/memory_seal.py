@@ -3,9 +3,11 @@
 Without a sandbox a worker's bash can append to ``.odin-loop/memory/decisions.md`` ("a person asked: …")
 and the next run's brief would show it as a person's decision. So each entry odin writes carries
 ``sig <hmac>`` in its header: an HMAC-SHA256 of its id, kind, stage, run, time and text, keyed by
-``.odin-loop/memory.key`` (32 random bytes, mode 0600, made the first time memory is written; the
-sandbox keeps ``.odin-loop/`` out of a worker's reach). An entry whose sig is missing or does not match
-(a forged entry, or an edited one) is not handed to any run.
+``.odin-loop/memory.key`` (32 random bytes, mode 0600, made the first time memory is written). An entry
+whose sig is missing or does not match (a forged entry, or an edited one) is not handed to any run.
+The key is readable by anything running as the user: without the sandbox a worker's bash can read it and
+seal what it likes; the sandbox makes ``.odin-loop/`` read-only (nothing can be planted there) but does not
+hide the key (see :mod:`odin_magic.learning.memory`, "What the seal does not stop").
 
 Memory files of earlier versions carry no sig: when there is no key (or only junk where it should be)
 and no entry in any memory file carries a sig, they are signed as they are (trusted once, as an upgrade;
