@@ -23,8 +23,18 @@ Each entry is a markdown section, sealed by odin (:mod:`odin_magic.learning.memo
 
 An entry without a valid seal (a worker's forged "a person asked: …", an edited one) is never handed to
 a run: :meth:`Memory.notices` says how many each file holds ("memory: 1 entry in decisions.md was not
-written by odin; ignored"), and the next write leaves them out. A file past :data:`MEMORY_FILE_CHARS`
-characters has its oldest entries folded into one summary entry.
+written by odin; ignored"), and the next write leaves them out. Without the key, every sealed entry is
+left out the same way (one notice with the count); memory with no seal at all (an earlier version's) is
+sealed as found, once, and told. A file past :data:`MEMORY_FILE_CHARS` characters has its oldest entries
+folded into one summary entry (its header: ``· folded N since RUN``).
+
+What the seal does not stop: a worker's bash **without the sandbox** runs as the user who runs odin; it
+can read ``.odin-loop/memory.key`` and seal an entry of its own, or remove the key and every seal so that
+its entries pass for an earlier version's (sealed as found; the notice is then all that tells). The seal
+catches a line appended or edited by hand, not that. **With the sandbox** ``.odin-loop/`` is read-only
+to every command of a stage: no memory file and no key can be written, so no entry can be planted. The
+sandbox does not hide the key (it can be read, and copied into the project tree for a later unsandboxed
+command to use).
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from odin_magic.core.confine import check_confined
 from odin_magic.core.errors import UsageError
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
-from odin_magic.learning.memory_seal import SIG_CHARS, Seal
+from odin_magic.learning.memory_seal import KEY_NAME, SIG_CHARS, Seal
 from odin_magic.runs.log import LOG_NAME, read_log
 from odin_magic.runs.records import Record, RecordType, parse_record
 
@@ -52,9 +62,8 @@ FILES = {"decision": "decisions.md", "lesson": "lessons.md"}
 TITLES = {"decision": "# Decisions\n\nWhat people decided in earlier runs (written by odin at each run's end).\n",
           "lesson": "# Lessons\n\nWhat failed and what fixed it in earlier runs (written by odin at each run's end).\n"}
 _HEAD = re.compile(r"^### (m-[0-9a-f]{8}) · (decision|lesson) · stage (\S+) · run (\S+) · (\S*?)"
-                   r"(?: · sig ([0-9a-f]{%d}))?\s*$" % SIG_CHARS)
+                   r"(?: · folded (\d+) since (\S+))?(?: · sig ([0-9a-f]{%d}))?\s*$" % SIG_CHARS)
 FOLDED_RUN = "folded"  # the run of a summary entry: older entries folded into one
-_FOLDED = re.compile(r"^(\d+) older entries were folded away(?: \(runs (\S+) … )?")
 
 
 @dataclass(frozen=True)
@@ -66,14 +75,19 @@ class Entry:
     at: str
     text: str
     sig: str = ""  # odin's seal (memory_seal): an entry without a valid one was not written by odin
+    folded: int = 0  # of a summary entry (run FOLDED_RUN): how many entries it stands for
+    since: str = ""  # of a summary entry: the first run among them
 
     def render(self) -> str:
+        folded = f" · folded {self.folded} since {self.since or '-'}" if self.folded else ""
         sig = f" · sig {self.sig}" if self.sig else ""
-        return f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}{sig}\n{self.text.strip()}\n"
+        return (f"### {self.id} · {self.kind} · stage {self.stage} · run {self.run_id} · {self.at}{folded}{sig}\n"
+                f"{self.text.strip()}\n")
 
     def content(self) -> str:
         """What the seal covers: every field but the seal itself."""
-        return "|".join((self.id, self.kind, self.stage, self.run_id, self.at, self.text.strip()))
+        fields = (self.id, self.kind, self.stage, self.run_id, self.at, self.text.strip())
+        return "|".join(fields + ((str(self.folded), self.since) if self.folded else ()))
 
     def brief(self) -> str:
         return f"- ({self.kind}, stage {self.stage}, run {self.run_id}) {' '.join(self.text.split())}"
@@ -97,6 +111,9 @@ class Memory:
         self.seal = Seal(self.odin_dir)
         self.cap = cap
         self.ignored: dict[str, int] = {}  # file name -> entries the last read found without odin's seal
+        self.unverifiable = 0  # sealed entries the last read had no key to check
+        self.upgraded = 0  # entries of an earlier version the last read sealed as they were
+        self.dropped: set[str] = set()  # the kinds whose file held entries the last read left out
 
     def path(self, kind: str) -> Path:
         """The memory file of ``kind``; :class:`~odin_magic.core.confine.PathEscapes` when it (or its directory)
@@ -106,25 +123,42 @@ class Memory:
         return path
 
     def entries(self, kind: str | None = None) -> list[Entry]:
-        """Every entry odin wrote, oldest first (decisions, then lessons, when ``kind`` is None); those
-        without odin's seal are left out and counted in :attr:`ignored` (:meth:`notices`)."""
-        out: list[Entry] = []
-        self.ignored = {}
+        """Every entry odin wrote, oldest first (decisions, then lessons, when ``kind`` is None); the others are
+        left out and counted (:meth:`notices`): in :attr:`ignored` those without a valid seal, in
+        :attr:`unverifiable` the sealed ones when there is no key to check them with."""
+        return [e for es in self._checked([kind] if kind else list(FILES)).values() for e in es]
+
+    def _checked(self, kinds: list[str]) -> dict[str, list[Entry]]:
+        """The entries odin wrote in the files of ``kinds``; what was left out is counted (see :meth:`entries`)."""
+        self.ignored, self.unverifiable, self.upgraded, self.dropped = {}, 0, 0, set()
         if not os.path.lexists(self.dir):
-            return out  # no memory yet (nothing there, not even a link: each stage asks)
-        self._seal_earlier_versions()
-        for k in ([kind] if kind else list(FILES)):
-            parsed = self._read(k)
-            sealed = [e for e in parsed if self.seal.valid(e.content(), e.sig)]
-            if len(sealed) < len(parsed):
-                self.ignored[FILES[k]] = len(parsed) - len(sealed)
-            out += sealed
+            return {k: [] for k in kinds}  # no memory yet (nothing there, not even a link: each stage asks)
+        found = self._seal_earlier_versions({k: self._read(k) for k in FILES})
+        keyless = self.seal.key() is None
+        out = {}
+        for k in kinds:
+            out[k] = [e for e in found[k] if self.seal.valid(e.content(), e.sig)]
+            unchecked = sum(1 for e in found[k] if e.sig) if keyless else 0
+            forged = len(found[k]) - len(out[k]) - unchecked
+            if forged:
+                self.ignored[FILES[k]] = forged
+            if forged or unchecked:
+                self.dropped.add(k)
+            self.unverifiable += unchecked
         return out
 
     def notices(self) -> list[str]:
-        """One line per memory file holding entries odin did not write (as the last read found them)."""
-        return [f"memory: {n} {'entry' if n == 1 else 'entries'} in {name} {'was' if n == 1 else 'were'} "
-                f"not written by odin; ignored" for name, n in self.ignored.items()]
+        """What the last read left out, or sealed anew: one line per memory file holding entries odin did not
+        write, one for the sealed entries no key can check, one for memory sealed as it was."""
+        lines = [f"memory: {n} {_entries(n)} in {name} {'was' if n == 1 else 'were'} not written by odin; ignored"
+                 for name, n in self.ignored.items()]
+        if self.unverifiable:
+            lines.append(f"memory: {self.unverifiable} sealed {_entries(self.unverifiable)} cannot be checked "
+                         f"({KEY_NAME} is missing or unreadable); ignored")
+        if self.upgraded:
+            lines.append(f"memory: {self.upgraded} {_entries(self.upgraded)} without a seal (written before odin sealed "
+                         "memory) sealed as found; `odin memory` lists every entry: remove any you did not write")
+        return lines
 
     def _read(self, kind: str) -> list[Entry]:
         try:
@@ -132,17 +166,23 @@ class Memory:
         except FileNotFoundError:
             return []
 
-    def _seal_earlier_versions(self) -> None:
-        """Memory an earlier version wrote (no entry sealed, no key yet) is sealed as it is, once."""
-        if self.seal.key() is not None or os.path.lexists(self.seal.path):
-            return
-        found = {k: self._read(k) for k in FILES}
-        if any(e.sig for es in found.values() for e in es):
-            return  # sealed entries and no key: the key was removed; nothing is trusted anew
-        self.seal.make()
-        for kind, entries in found.items():
-            if entries:
-                self._rewrite(kind, [self._sealed(e) for e in entries])
+    def _seal_earlier_versions(self, found: dict[str, list[Entry]]) -> dict[str, list[Entry]]:
+        """``found`` (every file's entries), sealed as they are when an earlier version wrote them: there is no
+        (readable) key and no entry in any file carries a seal. Once one does, nothing is sealed anew: an entry
+        without a valid seal is dropped, and without the key every sealed one is (never signed again)."""
+        entries = [e for es in found.values() for e in es]
+        if not entries or any(e.sig for e in entries) or self.seal.key() is not None:
+            return found
+        try:
+            self.seal.make()
+        except OSError:  # no key can be written there: nothing is trusted
+            return found
+        found = {k: [self._sealed(e) for e in es] for k, es in found.items()}
+        for kind, sealed in found.items():
+            if sealed:
+                self._rewrite(kind, sealed)
+        self.upgraded = len(entries)
+        return found
 
     def _sealed(self, entry: Entry) -> Entry:
         return replace(entry, sig=self.seal.sign(entry.content()))
@@ -151,12 +191,13 @@ class Memory:
         """Add ``entries`` (an entry already there is not written twice), sealed; how many were new. The file is
         rewritten (entries without odin's seal left out), its oldest entries folded past :attr:`cap`."""
         entries = list(entries)
-        existing = {k: self.entries(k) for k in FILES}
+        existing = self._checked(list(FILES))  # one read of every file: each one's count is kept
         known = {e.id for es in existing.values() for e in es}
+        entries = [e for e in entries if e.id not in known]
         added = 0
-        for kind in FILES:
-            new = [self._sealed(e) for e in entries if e.kind == kind and e.id not in known]
-            if not new:
+        for kind in FILES if entries else ():  # a file that held entries left out is rewritten without them
+            new = [self._sealed(e) for e in entries if e.kind == kind]
+            if not new and kind not in self.dropped:
                 continue
             self._rewrite(kind, self._fold(kind, existing[kind] + new))
             added += len(new)
@@ -164,23 +205,23 @@ class Memory:
 
     def _fold(self, kind: str, entries: list[Entry]) -> list[Entry]:
         """``entries``, the oldest folded into one summary entry when the file would hold more than :attr:`cap`."""
-        def size(es: list[Entry]) -> int:
-            return len(TITLES[kind]) + sum(len(e.render()) + 1 for e in es)
-
-        if size(entries) <= self.cap:
+        sizes = [len(e.render()) + 1 for e in entries]
+        size = len(TITLES[kind]) + sum(sizes)
+        if size <= self.cap:
             return entries
-        folded: list[Entry] = []
         summary_room = 400  # a summary entry's header and text
-        while len(entries) > 1 and size(entries) + summary_room > self.cap:
-            folded.append(entries.pop(0))
-        n = sum(int(m.group(1)) if e.run_id == FOLDED_RUN and (m := _FOLDED.match(e.text)) else 1 for e in folded)
-        runs = [(m.group(2) if (m := _FOLDED.match(e.text)) else None) if e.run_id == FOLDED_RUN else e.run_id
-                for e in folded]
-        runs = [r for r in runs if r]
+        cut = 0
+        while len(entries) - cut > 1 and size + summary_room > self.cap:
+            size -= sizes[cut]
+            cut += 1
+        folded, entries = entries[:cut], entries[cut:]
+        n = sum((e.folded or 1) if e.run_id == FOLDED_RUN else 1 for e in folded)
+        runs = [r for r in (e.since if e.run_id == FOLDED_RUN else e.run_id for e in folded) if r]
         span = f" (runs {runs[0]} … {runs[-1]})" if runs else ""
         text = (f"{n} older entries were folded away{span} to keep {FILES[kind]} under {self.cap} characters; "
                 "`odin memory` lists the rest")
-        return [self._sealed(_entry(kind, "-", FOLDED_RUN, folded[-1].at, text)), *entries]
+        summary = replace(_entry(kind, "-", FOLDED_RUN, folded[-1].at, text), folded=n, since=runs[0] if runs else "")
+        return [self._sealed(summary), *entries]
 
     def remove(self, entry_id: str) -> Entry:
         for kind in FILES:
@@ -203,6 +244,10 @@ class Memory:
         write_atomic(self.path(kind), text, within=self.odin_dir)  # memory/ made when missing; never through a link
 
 
+def _entries(n: int) -> str:
+    return "entry" if n == 1 else "entries"
+
+
 def _parse(text: str) -> list[Entry]:
     out: list[Entry] = []
     head = None
@@ -210,8 +255,9 @@ def _parse(text: str) -> list[Entry]:
 
     def close() -> None:
         if head is not None:
-            entry_id, kind, stage, run_id, at, sig = head.groups()
-            out.append(Entry(entry_id, kind, stage, run_id, at, "\n".join(body).strip(), sig or ""))
+            entry_id, kind, stage, run_id, at, folded, since, sig = head.groups()
+            out.append(Entry(entry_id, kind, stage, run_id, at, "\n".join(body).strip(), sig or "",
+                             int(folded or 0), "" if since in (None, "-") else since))
 
     for line in text.splitlines():
         match = _HEAD.match(line)

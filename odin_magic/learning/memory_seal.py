@@ -3,13 +3,17 @@
 Without a sandbox a worker's bash can append to ``.odin-loop/memory/decisions.md`` ("a person asked: …")
 and the next run's brief would show it as a person's decision. So each entry odin writes carries
 ``sig <hmac>`` in its header: an HMAC-SHA256 of its id, kind, stage, run, time and text, keyed by
-``.odin-loop/memory.key`` (32 random bytes, mode 0600, made the first time memory is written; the
-sandbox keeps ``.odin-loop/`` out of a worker's reach). An entry whose sig is missing or does not match
-(a forged entry, or an edited one) is not handed to any run.
+``.odin-loop/memory.key`` (32 random bytes, mode 0600, made the first time memory is written). An entry
+whose sig is missing or does not match (a forged entry, or an edited one) is not handed to any run.
+The key is readable by anything running as the user: without the sandbox a worker's bash can read it and
+seal what it likes; the sandbox makes ``.odin-loop/`` read-only (nothing can be planted there) but does not
+hide the key (see :mod:`odin_magic.learning.memory`, "What the seal does not stop").
 
-Memory files of earlier versions carry no sig: when the key is first made and no entry carries one,
-they are signed as they are (trusted once, as an upgrade). Once any entry carries a sig, a missing key
-is not made anew over them: their entries are refused until ``odin memory clear``.
+Memory files of earlier versions carry no sig: when there is no key (or only junk where it should be)
+and no entry in any memory file carries a sig, they are signed as they are (trusted once, as an upgrade;
+the stage is told how many). Once any entry carries a sig, nothing is signed as it is: an entry without
+a valid sig is dropped, and without the key every sealed entry is (a notice gives the count; the next
+write makes a new key and leaves them out).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 KEY_NAME = "memory.key"  # in .odin-loop/
 SIG_CHARS = 32  # hex characters of the HMAC kept in an entry's header
+KEY_BYTES = 32
 
 
 class Seal:
@@ -32,7 +37,7 @@ class Seal:
         self._key: bytes | None = None
 
     def key(self) -> bytes | None:
-        """The key, None when there is none (or it cannot be read: a link, not a key)."""
+        """The key, None when there is none, or it cannot be read (a link, junk, a key cut short)."""
         if self._key is None:
             try:
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -41,15 +46,19 @@ class Seal:
             with os.fdopen(fd, "rb") as f:
                 text = f.read(200).strip()
             try:
-                self._key = bytes.fromhex(text.decode("ascii"))
+                key = bytes.fromhex(text.decode("ascii"))
             except ValueError:
                 return None
-        return self._key or None
+            self._key = key if len(key) == KEY_BYTES else None  # junk, or a key cut short: none
+        return self._key
 
     def make(self) -> bytes:
-        """A new key, written 0600 (never over an existing file, nor through a link)."""
-        key = secrets.token_bytes(32)
+        """A new key, written 0600; whatever was in its place (junk, a link: never a key, or :meth:`key` would
+        have read it) is removed first, never written through. An ``OSError`` when that cannot be done."""
+        key = secrets.token_bytes(KEY_BYTES)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(self.path):
+            os.unlink(self.path)  # a link itself, not what it points to; a directory there is an OSError
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(self.path, flags, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as f:
