@@ -186,8 +186,15 @@ def _cmd_runs(args):
             for run_id, exc in reversed(damaged)]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        print(render_runs(states, damaged))
+        print(render_runs(states, damaged, idle=idle_runs(engine_for(args), states)))
     return 0
+
+
+def idle_runs(engine: Engine, states: list[RunState]) -> frozenset[str]:
+    """The running runs that no process drives now (`odin runs` shows them as ready, as `odin status` does)."""
+    from odin_magic.runs.store import being_driven
+
+    return frozenset(s.run_id for s in states if s.status == "running" and not being_driven(engine.run_dir(s.run_id)))
 
 
 def _cmd_simulate(args):

@@ -54,7 +54,13 @@ class StatusMagics:
         return ReportDisplay(path)
 
     def _cmd_runs(self, args):
-        return RunsDisplay(self.runner().runs())
+        from odin_magic.runs.store import being_driven  # the runs are read: the store is loaded already
+
+        runner = self.runner()
+        states = runner.runs()
+        idle = frozenset(s.run_id for s in states if s.status == "running" and not runner.drive.busy
+                         and not being_driven(runner.run_dir(s.run_id)))
+        return RunsDisplay(states, idle=idle)
 
     def _cmd_doctor(self, args):
         from odin_magic.engine.doctor import diagnose

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
 from odin_magic.render.text import (
     AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_heading, history_rows, render_runs, render_simulation,
-    render_status, stage_marks, status_text, threshold_standing
+    render_status, stage_marks, status_text, status_word, threshold_standing
 )
 
 if TYPE_CHECKING:  # annotations only: `%load_ext odin_magic` does not load the models
@@ -301,18 +301,19 @@ class RunsDisplay(_Display):
 
     headers = ("run", "loop", "status", "stage", "iterations", "tokens", "cost", "task")
 
-    def __init__(self, states: Sequence[RunState]):
+    def __init__(self, states: Sequence[RunState], idle: frozenset[str] = frozenset()):
         self.states = sorted(states, key=lambda s: s.run_id, reverse=True)
+        self.idle = idle  # running runs that nothing drives now: ready
 
     def _cells(self, s: RunState) -> list[str]:
         total = s.usage.total
-        return [s.run_id, s.loop, s.status, s.current_stage, f"{s.total_iterations}/{s.max_iterations}",
+        return [s.run_id, s.loop, status_word(s, s.run_id not in self.idle), s.current_stage, f"{s.total_iterations}/{s.max_iterations}",
                 f"{total.total_tokens:,}", cost_text(total, short=True), _short(s.task, 60)]
 
     def text(self) -> str:
         if not self.states:
             return _NO_RUNS
-        return render_runs(self.states)  # the CLI's `odin runs`
+        return render_runs(self.states, idle=self.idle)  # the CLI's `odin runs`
 
     def html(self) -> str:
         if not self.states:

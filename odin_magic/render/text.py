@@ -152,11 +152,16 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
 def status_text(state: RunState, driven: bool = True, mark: bool = True) -> str:
     """``▶ running`` (``mark`` False: ``running``); a running run that no process drives (after a stop, a fork
     or a revert) is ready."""
-    if state.status == "running" and not driven:
+    if status_word(state, driven) == "ready":
         words, sign = "ready: nothing drives it now; `odin run` continues it", READY
     else:
         words, sign = state.status, STATUS_MARK.get(state.status, "")
     return f"{sign} {words}" if mark and sign else words
+
+
+def status_word(state: RunState, driven: bool = True) -> str:
+    """The run's status in one word: ``ready`` for a running run that nothing drives now."""
+    return "ready" if state.status == "running" and not driven else state.status
 
 
 def history_heading(state: RunState, tail: int = 10) -> str:
@@ -221,8 +226,9 @@ def render_simulation(result: dict) -> str:
     ])
 
 
-def render_runs(states: list[RunState], damaged: list | None = None) -> str:
-    """The runs table; ``damaged``: ``(run_id, RunCorrupt)`` of the runs that cannot be read, listed too."""
+def render_runs(states: list[RunState], damaged: list | None = None, idle: frozenset[str] = frozenset()) -> str:
+    """The runs table; ``damaged``: ``(run_id, RunCorrupt)`` of the runs that cannot be read, listed too;
+    ``idle``: the running runs that nothing drives now (shown as ready, as status shows them)."""
     damaged = list(damaged or [])
     if not states and not damaged:
         return "no runs yet — start one with `odin run LOOP --task TEXT`"
@@ -242,7 +248,7 @@ def render_runs(states: list[RunState], damaged: list | None = None) -> str:
         rows.append((
             "*" if s.active else "",
             s.run_id + (" (dry)" if s.dry is not None else ""),
-            s.status,
+            status_word(s, driven=s.run_id not in idle),
             s.current_stage,
             f"{s.total_iterations}/{s.max_iterations}",
             _cut(one_line(s.task), 50),

@@ -648,6 +648,9 @@ def test_a_done_run_stays_done_when_forked_and_a_revert_on_it_names_the_fork(pro
     assert odin_main(["status", "--project", str(project)]) == 0
     out = capsys.readouterr().out
     assert "ready: nothing drives it now; `odin run` continues it" in out and "▶ running" not in out
+    assert odin_main(["runs", "--project", str(project)]) == 0
+    rows = {line.split()[1]: line.split()[2] for line in capsys.readouterr().out.splitlines()[1:] if line.startswith("*")}
+    assert rows[fork.run_id] == "ready"  # as status says it, not "running"
 
 
 def test_diff_before_any_stage_finished_says_where_the_run_is(project, write_loop):
