@@ -93,11 +93,23 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail
         return 0
     except KeyboardInterrupt:
-        if getattr(args, "drives_a_run", False):  # the run is saved at its last step: say how to go on
-            print("odin: interrupted; the run is saved where it stopped: `odin run` resumes it", file=sys.stderr)
-        else:
-            print("odin: interrupted", file=sys.stderr)
+        print(_interrupted(args), file=sys.stderr)
         return 130
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C left: a run that drives is saved at its last step (say how to go on), unless it had not begun."""
+    if not getattr(args, "drives_a_run", False):
+        return "odin: interrupted"
+    from odin_magic.engine.orchestrator import Engine
+
+    try:
+        active = Engine(project_dir(args)).active()
+    except (OdinError, OSError):
+        active = None
+    if active is None:
+        return "odin: interrupted before a run began: nothing to resume"
+    return f"odin: interrupted; run {active.run_id} is saved where it stopped: `odin run` resumes it"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -289,3 +289,25 @@ def test_acting_on_a_running_run_says_it_is_running_and_needs_no_key(capsys, pro
         monkeypatch.delenv(var, raising=False)
     code, out, err = odin(capsys, *command, "--project", str(project))
     assert code != 0 and "is running" in err and "API key" not in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_before_the_run_exists_says_nothing_is_saved(demo, tmp_path):
+    """The scripted model's file is a fifo: odin blocks reading it before it creates the run; once the test's end
+    of the fifo is open, odin is there, and Ctrl-C comes before any run exists."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "script.yaml"
+    os.mkfifo(fifo)
+    env = {**os.environ, "ODIN_SCRIPT": str(fifo)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "odin_magic", "run", "demo", "--task", "t", "--project", demo],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with open(fifo, "w"):  # returns once odin has opened it for reading
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert "interrupted before a run began: nothing to resume" in err and "resumes it" not in err
