@@ -93,8 +93,8 @@ class RunMagics:
 
     def _wait(self, runner: NotebookRunner, timeout: float | None):
         timeout = timeout if timeout is not None else self.wait_timeout
-        if not runner.drive.busy and runner.drive.outcome is None:
-            return self._cmd_status(argparse.Namespace(run=None))  # nothing was driven here: where the run is
+        if not runner.drive.busy and not self._last_drive_is_current(runner):
+            return self._cmd_status(argparse.Namespace(run=None))  # nothing driven here (since): where the run is
         try:
             outcome = runner.wait(timeout)
         except KeyboardInterrupt:  # the user stopped waiting, not the run
@@ -112,6 +112,21 @@ class RunMagics:
         state = runner.status(state.run_id)  # as it is now: e.g. abandoned since that drive ended
         loop = self._load_loop(state.loop, quiet=True)
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
+
+    @staticmethod
+    def _last_drive_is_current(runner: NotebookRunner) -> bool:
+        """Whether the last drive here is about the project's current run (not one a fork or a new start has
+        since replaced)."""
+        outcome = runner.drive.outcome
+        if outcome is None:
+            return False
+        if not outcome.ok or outcome.result is None:
+            return True  # its error (or its end) is what waiting shows
+        try:
+            current = runner.status(None)
+        except OdinError:
+            return True
+        return current is None or current.run_id == outcome.result.run_id
 
     def _cmd_stop(self, args):
         runner = self.runner()

@@ -513,3 +513,13 @@ def test_a_loop_cell_name_with_a_backslash_is_refused_not_saved_under_another_na
         cell(ip, "loop a\\b", loop)
     assert "not a loop name" in str(info.value)
     assert not (project / ".odin-loop" / "loops" / "ab.yaml").exists()
+
+
+def test_wait_after_a_fork_shows_the_fork_not_the_run_the_last_drive_finished(ip, project):
+    """After `%odin fork`, nothing drives the fork: `%odin wait` shows where the project's run is (the fork,
+    ready), not the earlier run the last drive here finished."""
+    odin(ip, "run tiny --task t --dry --approve-all --wait")
+    forked = odin(ip, "fork --from 1")
+    shown = odin(ip, "wait --timeout 5").text()
+    fork_id = state_json(project)["run_id"]
+    assert fork_id in repr(forked) and fork_id in shown and "ready" in shown
