@@ -100,6 +100,17 @@ def write_atomic_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         raise
 
 
+def read_nofollow(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (at most ``limit``), never through a symbolic link in its place
+    (``ELOOP``) nor from a FIFO or a device (``EINVAL``: opened without blocking, then refused): an
+    :class:`OSError` for each, as for a missing file."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return f.read() if limit is None else f.read(limit)
+
+
 def _create_temp(path: Path, dir_fd: int | None = None) -> tuple[int, str]:
     """An exclusive new temp file beside ``path`` (by name in ``dir_fd`` when given: never through a link),
     with ``path``'s mode or the umask's."""

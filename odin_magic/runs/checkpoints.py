@@ -35,9 +35,9 @@ from typing import Literal
 
 from odin_magic.core.confine import Confinement
 from odin_magic.core.errors import OdinError
-from odin_magic.core.atomic import write_atomic
+from odin_magic.core.atomic import read_nofollow, write_atomic
 from odin_magic.runs import checkpoint_listing as listing
-from odin_magic.runs.checkpoint_git import CONFIG_ARGS, pin, pinned_env
+from odin_magic.runs.checkpoint_git import CONFIG_ARGS, keep, pin, pinned_env, remove
 
 GIT_DIR_NAME = "checkpoints.git"
 INDEX_NAME = "checkpoints.index"
@@ -48,6 +48,7 @@ OWN_SESSION = {"start_new_session": True}
 EXCLUDED = (".odin-loop/", ".git/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ipynb_checkpoints/")
 LARGE_FILE = 50 << 20  # files larger than this when the store is made are left out of checkpoints
 PRIME_LIMIT = LARGE_FILE
+LARGE_LIST_LIMIT = 16 << 20  # info/large-files is read no further than this
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -151,16 +152,21 @@ class Checkpoints:
         try:
             pin(self.git_dir, EXCLUDE_TEXT)
             if self._large is None:
-                self._large = self.large_files.read_text() if self.large_files.is_file() else ""
-            if not self._large:
-                self.large_files.unlink(missing_ok=True)
-            elif self.large_files.is_symlink() or not self.large_files.is_file() \
-                    or self.large_files.read_text() != self._large:
-                self.large_files.unlink(missing_ok=True)
-                write_atomic(self.large_files, self._large)
+                self._large = self._read_large()
+            if self._large:
+                keep(self.large_files, self._large, self.git_dir)
+            else:
+                remove(self.large_files, self.git_dir)
         except OSError as exc:
             raise CheckpointError(f"the checkpoint store {self.git_dir} cannot be written ({_os_error(exc)})",
                                   hint=f"make {self.root} writable, then try again") from None
+
+    def _read_large(self) -> str:
+        """``info/large-files`` as found (only a regular file, and only its first LARGE_LIST_LIMIT bytes)."""
+        try:
+            return read_nofollow(self.large_files, LARGE_LIST_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def _failure(self, command: str, stderr: str, what: str) -> CheckpointError:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
@@ -263,16 +269,13 @@ class Checkpoints:
         return [p for p in paths if p not in ignored]
 
     def _pin_rules(self, tree: str) -> None:
-        """Write the ignore rules of ``tree``'s ``.gitignore`` files as ``info/stage-rules`` (always anew)."""
+        """Write the ignore rules of ``tree``'s ``.gitignore`` files as ``info/stage-rules`` (read back, and
+        written again whenever it differs)."""
         if self._rules is None or self._rules[0] != tree:
             found = {path: entry.sha for path, entry in self.entries(tree).items() if listing.is_gitignore(path)}
             blobs = self._blobs(list(found.values()))
             self._rules = (tree, listing.root_rules({p: blobs[sha] for p, sha in found.items()}))
-        tmp = self.stage_rules.with_name("stage-rules.tmp")
-        tmp.unlink(missing_ok=True)
-        with open(tmp, "xb") as f:  # a new file, renamed over: never written through a link a worker left
-            f.write(self._rules[1])
-        os.replace(tmp, self.stage_rules)
+        keep(self.stage_rules, self._rules[1], self.git_dir)  # never through a worker's link
 
     def _prime(self) -> None:
         """Before the first checkpoint: store every file's content in ONE pack (``git fast-import``), so
@@ -294,7 +297,7 @@ class Checkpoints:
         if large:
             self._large = "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20) \
                 + "".join(f"{p}\n" for p in large)
-            write_atomic(self.large_files, self._large)
+            write_atomic(self.large_files, self._large, within=self.git_dir)
         try:
             proc = subprocess.Popen(["git", *self._config, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
