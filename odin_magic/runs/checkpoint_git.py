@@ -4,12 +4,13 @@ A worker (a ``bash`` tool without a sandbox) can write into ``.odin-loop/checkpo
 writes there must not run, hide a file or leak a secret the next time the engine takes a checkpoint:
 
 * **configuration**: no system or global file (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``);
-  the store's own ``config`` is rewritten to :data:`STORE_CONFIG` before every git (:func:`pin`), and the
+  the store's own ``config`` is rewritten to :data:`STORE_CONFIG` before every operation of the store
+  (:func:`pin`: once per snapshot, diff, restore..., not before each of its gits), and the
   keys that run a program or change what is read are given again on the command line (:data:`CONFIG_ARGS`,
   which wins over any file): no hooks (``core.hooksPath=/dev/null``), no fsmonitor, no untracked cache,
   no split index, no sparse checkout, no external diff, no pager;
-* **files beside the config**: ``info/exclude`` is rewritten, ``info/attributes``, ``info/grafts`` and a
-  ``commondir`` (which would move the whole store elsewhere) are removed; ``GIT_COMMON_DIR`` is the store
+* **files beside the config**: ``info/exclude`` is rewritten (``info/`` a real folder again), ``info/attributes``,
+  ``info/grafts`` and a ``commondir`` (which would move the whole store elsewhere) are removed; ``GIT_COMMON_DIR`` is the store
   itself and replace refs are not read (``GIT_NO_REPLACE_OBJECTS``);
 * **environment**: built from nothing (:func:`pinned_env`): ``PATH``, ``HOME=/nonexistent``, ``LANG`` and
   ``LC_ALL`` ``C`` and the ``GIT_*`` variables the store needs. No ``ANTHROPIC_*`` variable, no configured

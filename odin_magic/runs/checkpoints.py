@@ -23,6 +23,7 @@ restore (roll forward), so the tree ends as the new one, never a mix.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -102,6 +103,22 @@ class Entry:
     sha: str
 
 
+def _pinned(method):
+    """A public operation of :class:`Checkpoints`: the store's config and exclude file are pinned once before
+    it (``checkpoint_git.pin``), not again by the operations it calls nor before each of its gits."""
+    @functools.wraps(method)
+    def operation(self: "Checkpoints", *args, **kwargs):
+        if self._pinning:
+            return method(self, *args, **kwargs)
+        self._pinning = True
+        try:
+            self._pin()
+            return method(self, *args, **kwargs)
+        finally:
+            self._pinning = False
+    return operation
+
+
 EXCLUDE_TEXT = "".join(f"/{p}\n" if p == ".odin-loop/" else f"{p}\n" for p in EXCLUDED)
 
 
@@ -124,6 +141,7 @@ class Checkpoints:
         self._large: str | None = None  # info/large-files as this process first read it
         self._index_print: str | None = None  # the index as this process's last snapshot left it
         self._rules: tuple[str, bytes] | None = None  # (tree, the ignore rules pinned at it)
+        self._pinning = False  # inside a public operation that pinned the store
 
     # -- git ---------------------------------------------------------------------------
     # Every git runs in a session of its own (OWN_SESSION): a notebook's interrupt button sends SIGINT to
@@ -137,8 +155,7 @@ class Checkpoints:
         return proc.stdout
 
     def _run(self, *args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-        """One git over the store, its config and exclude file pinned first (``checkpoint_git``)."""
-        self._pin()
+        """One git over the store (pinned once by the public operation that runs it: :func:`_pinned`)."""
         try:
             return subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env or self._env,
                                   input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
@@ -201,6 +218,7 @@ class Checkpoints:
 
     # -- taking checkpoints ----------------------------------------------------------------
 
+    @_pinned
     def snapshot(self, rules_from: str | None = None) -> str:
         """Checkpoint the project tree now; returns the checkpoint id (a git tree id).
 
@@ -316,6 +334,7 @@ class Checkpoints:
             pass
         proc.wait()  # a failure here only costs speed: `git add` writes what is missing
 
+    @_pinned
     def exists(self, checkpoint: str) -> bool:
         self.ensure()
         try:
@@ -330,6 +349,7 @@ class Checkpoints:
 
     # -- comparing -------------------------------------------------------------------------
 
+    @_pinned
     def changes(self, before: str, after: str) -> list[Change]:
         """What changed from ``before`` to ``after``: each file with its kind and line counts."""
         if before == after:
@@ -348,6 +368,7 @@ class Checkpoints:
         return sorted((Change(listing.to_user(p), k, *counts.get(p, (0, 0))) for p, k in kinds.items()),
                       key=lambda c: c.path)
 
+    @_pinned
     def diff(self, before: str, after: str, paths: list[str] | None = None, errors: str = "replace") -> str:
         """The unified diff from ``before`` to ``after`` (binary files named, not shown); ``errors`` decodes
         it (``"surrogateescape"`` keeps a file name that is not UTF-8 as :meth:`changes` names it)."""
@@ -355,6 +376,7 @@ class Checkpoints:
                         "--", *map(listing.to_tree, paths or []))
         return _user_names(out.decode("utf-8", errors))
 
+    @_pinned
     def changed_lines(self, before: str, after: str, paths: list[str] | None = None) -> dict[str, list[tuple[int, int]]]:
         """The lines of ``after`` that differ from ``before``, per changed file: inclusive ``(first, last)`` ranges
         from the hunks of the diff (no context lines). A hunk that only deletes lines marks the lines on both
@@ -365,6 +387,7 @@ class Checkpoints:
                         "--", *map(listing.to_tree, paths or []))
         return hunk_ranges(_user_names(out.decode("utf-8", "surrogateescape")))
 
+    @_pinned
     def entries(self, checkpoint: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
         for item in self._git("ls-tree", "-r", "-z", "--full-tree", checkpoint).split(b"\0"):
@@ -377,6 +400,7 @@ class Checkpoints:
 
     # -- restoring -------------------------------------------------------------------------
 
+    @_pinned
     def restore(self, target: str, paths: list[str] | None = None) -> list[Change]:
         """Make the project tree (or just ``paths`` of it) byte for byte ``target``; returns what changed.
 
