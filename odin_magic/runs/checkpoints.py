@@ -36,7 +36,7 @@ from typing import Literal
 
 from odin_magic.core.confine import Confinement
 from odin_magic.core.errors import OdinError
-from odin_magic.core.atomic import read_nofollow, write_atomic
+from odin_magic.core.atomic import read_nofollow, umask, write_atomic
 from odin_magic.runs import checkpoint_listing as listing
 from odin_magic.runs.checkpoint_git import CONFIG_ARGS, keep, pin, pinned_env, remove
 
@@ -309,7 +309,7 @@ class Checkpoints:
             if not stat.S_ISREG(info.st_mode):
                 continue
             if info.st_size > LARGE_FILE:
-                large.append("/" + _escape_glob(os.fsdecode(name)))
+                large.append("/" + listing.escape_glob(os.fsdecode(name)))
             if info.st_size <= PRIME_LIMIT:
                 primed.append(path)
         if large:
@@ -539,7 +539,7 @@ class Checkpoints:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-                os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~_umask_bits())
+                os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~umask())
             os.replace(tmp, full)
         except BaseException:
             tmp.unlink(missing_ok=True)  # no half-written file left in the user's tree
@@ -581,13 +581,3 @@ def _user_names(diff: str) -> str:
         diff = diff.replace(f" {side}{listing.TREE_GIT}", f" {side}{listing.USER_GIT}")
     return diff
 
-
-def _escape_glob(path: str) -> str:
-    """A path as a gitignore pattern that matches only itself."""
-    return "".join("\\" + ch if ch in "*?[]!#\\ " else ch for ch in path)
-
-
-def _umask_bits() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 import filelock
 
-from odin_magic.core.atomic import open_append, write_atomic
+from odin_magic.core.atomic import open_append, read_nofollow, write_atomic
 from odin_magic.core.confine import LinkInPath
 from odin_magic.core.errors import RunLocked
 from odin_magic.core.processes import reap_orphans
@@ -541,14 +541,9 @@ def loop_changed(run_dir: Path, recorded: str | None = None) -> str | None:
 def file_sha256(path: Path) -> str | None:
     """The sha256 of the file at ``path`` (never through a symbolic link in its place); None when it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        return hashlib.sha256(read_nofollow(path)).hexdigest()
     except OSError:
         return None
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 16), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _lost_log(run_dir: Path) -> bool:
