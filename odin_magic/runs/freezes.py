@@ -151,19 +151,22 @@ class BlobStore:
     """Each frozen content once, under the run dir (``.frozen/<sha256>``), read back only when its hash holds."""
 
     def __init__(self, run_dir: Path):
-        self.dir = Path(run_dir) / BLOB_DIR
+        self.run_dir = Path(run_dir)
+        self.dir = self.run_dir / BLOB_DIR
 
     def keep(self, now: FileNow) -> None:
         """Keep a copy of ``now``'s bytes, unless they hold a configured secret: odin never writes one, so such a
         file is frozen by its hash alone (a change to it is still caught; it cannot be put back)."""
         if any(value.encode() in now.data for value, _ in secret_values()):
             return
-        if self.dir.is_symlink() or (self.dir.exists() and not self.dir.is_dir()):
-            self.dir.unlink()  # a worker's link or file where the store belongs: never written through
-        self.dir.mkdir(exist_ok=True)
-        kept = read_now(self.dir / now.sha256)
-        if kept is None or kept.mode == "l" or kept.sha256 != now.sha256:
-            write_atomic(self.dir / now.sha256, now.data)
+        path = self.dir / now.sha256
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(now.data) and not self.dir.is_symlink():
+                return  # kept at an earlier freeze (get() checks its hash at every read)
+        except OSError:
+            pass
+        write_atomic(path, now.data, within=self.run_dir)  # never through a worker's link (LinkInPath)
 
     def get(self, sha256: str) -> bytes | None:
         if self.dir.is_symlink():
