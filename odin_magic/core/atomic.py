@@ -30,7 +30,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def write_atomic(path: Path, text: str | bytes | Iterable[str], within: Path | str | None = None) -> int:
+def write_atomic(path: Path, text: str | bytes | Iterable[str], within: Path | str | None = None,
+                 mode: int | None = None) -> int:
     """Replace ``path`` with ``text`` all at once (temp file in the same dir, fsync, ``os.replace``);
     the number of characters (bytes, for ``bytes``) written.
 
@@ -43,26 +44,29 @@ def write_atomic(path: Path, text: str | bytes | Iterable[str], within: Path | s
 
     A crash leaves the old file or the new one, never half of one; the temp
     file it may leave (``.<name>.<random>.tmp``) is removed by the next driver.
-    The file gets the mode any program's new file gets (0666 less the umask),
-    or keeps its mode when it already exists: never ``mkstemp``'s private 0600.
+    The file gets ``mode`` (permission bits) when given, else the mode any program's new file gets (0666 less
+    the umask), or keeps its mode when it already exists: never ``mkstemp``'s private 0600. ``path`` itself is
+    replaced, never written through: a symbolic link there is replaced by the new file.
     No configured secret's value is written (:mod:`odin_magic.core.secrets`).
     """
     path = Path(path)
     dir_fd = None if within is None else open_dir(path.parent, within, create=True)
     try:
-        return _replace(path, text, dir_fd)
+        return _replace(path, text, dir_fd, mode)
     finally:
         if dir_fd is not None:
             os.close(dir_fd)
 
 
-def _replace(path: Path, text: str | bytes | Iterable[str], dir_fd: int | None) -> int:
+def _replace(path: Path, text: str | bytes | Iterable[str], dir_fd: int | None, mode: int | None) -> int:
     written = 0
     fd, tmp = _create_temp(path, dir_fd)
     where = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
     raw = isinstance(text, bytes)
     try:
         with (os.fdopen(fd, "wb") if raw else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             if raw:
                 written = f.write(text)  # a chart's PNG: no text to redact
             else:
@@ -80,24 +84,22 @@ def _replace(path: Path, text: str | bytes | Iterable[str], dir_fd: int | None) 
     return written
 
 
-def write_atomic_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` all at once, as :func:`write_atomic` does, byte for byte (no redaction:
-    for a copy of a file that is already on disk, such as a frozen artifact put back). ``path`` itself is
-    replaced, never written through: a symbolic link there is replaced by the new file (its parent folder
-    must be a real one: the caller checks). ``mode``: the file's permission bits (else ``path``'s, or the
-    umask's)."""
-    fd, tmp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def read_nofollow(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (at most ``limit``), never through a symbolic link in its place
+    (``ELOOP``) nor from a FIFO or a device (``EINVAL``: opened without blocking, then refused): an
+    :class:`OSError` for each, as for a missing file."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return f.read() if limit is None else f.read(limit)
+
+
+def umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _create_temp(path: Path, dir_fd: int | None = None) -> tuple[int, str]:

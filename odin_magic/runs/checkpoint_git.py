@@ -4,12 +4,13 @@ A worker (a ``bash`` tool without a sandbox) can write into ``.odin-loop/checkpo
 writes there must not run, hide a file or leak a secret the next time the engine takes a checkpoint:
 
 * **configuration**: no system or global file (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``);
-  the store's own ``config`` is rewritten to :data:`STORE_CONFIG` before every git (:func:`pin`), and the
+  the store's own ``config`` is rewritten to :data:`STORE_CONFIG` before every operation of the store
+  (:func:`pin`: once per snapshot, diff, restore..., not before each of its gits), and the
   keys that run a program or change what is read are given again on the command line (:data:`CONFIG_ARGS`,
   which wins over any file): no hooks (``core.hooksPath=/dev/null``), no fsmonitor, no untracked cache,
   no split index, no sparse checkout, no external diff, no pager;
-* **files beside the config**: ``info/exclude`` is rewritten, ``info/attributes``, ``info/grafts`` and a
-  ``commondir`` (which would move the whole store elsewhere) are removed; ``GIT_COMMON_DIR`` is the store
+* **files beside the config**: ``info/exclude`` is rewritten (``info/`` a real folder again), ``info/attributes``,
+  ``info/grafts`` and a ``commondir`` (which would move the whole store elsewhere) are removed; ``GIT_COMMON_DIR`` is the store
   itself and replace refs are not read (``GIT_NO_REPLACE_OBJECTS``);
 * **environment**: built from nothing (:func:`pinned_env`): ``PATH``, ``HOME=/nonexistent``, ``LANG`` and
   ``LC_ALL`` ``C`` and the ``GIT_*`` variables the store needs. No ``ANTHROPIC_*`` variable, no configured
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
-from odin_magic.core.atomic import write_atomic
+from odin_magic.core.atomic import open_dir, read_nofollow, write_atomic
 
 #: the store's config file, as the engine writes it before every git
 STORE_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
@@ -59,24 +61,53 @@ def pinned_env(git_dir: Path, index: Path, work_tree: Path) -> dict[str, str]:
 def pin(git_dir: Path, exclude: str) -> None:
     """Make the store's config and exclude file the engine's again, and remove what it never writes.
 
-    Cheap when nothing was touched: two small reads."""
-    _keep(git_dir / "config", STORE_CONFIG)
-    _keep(git_dir / "info" / "exclude", exclude)
+    Cheap when nothing was touched: two small reads. Nothing a worker put there is read or written through:
+    ``info/`` is made a real folder again, a file is read only when it is a regular one (never a FIFO or a
+    link, never more than the expected text and a byte), and every write and removal is made by name in the
+    store's real folders (``write_atomic(..., within=git_dir)``)."""
+    real_dir(git_dir / "info", git_dir)
+    keep(git_dir / "config", STORE_CONFIG, git_dir)
+    keep(git_dir / "info" / "exclude", exclude, git_dir)
     for name in REMOVED:
-        path = git_dir / name
-        if path.is_symlink() or path.is_file():
-            path.unlink()
+        remove(git_dir / name, git_dir)
 
 
-def _keep(path: Path, text: str) -> None:
+def keep(path: Path, text: str | bytes, within: Path) -> None:
+    """``path`` (in ``within``) holding ``text``: rewritten when it differs or is not a regular file."""
+    want = text if isinstance(text, bytes) else text.encode("utf-8")
     try:
-        if path.read_text(encoding="utf-8", errors="replace") == text and not path.is_symlink():
+        if read_nofollow(path, len(want) + 1) == want:
             return
     except OSError:
         pass
-    if path.is_symlink():
-        path.unlink()  # a link is replaced by a file, never written through
-    elif path.is_dir():
-        shutil.rmtree(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    remove(path, within)  # a link, a FIFO, a folder: replaced, never read or written through
+    write_atomic(path, text, within=within)
+
+
+def real_dir(path: Path, within: Path) -> None:
+    """``path`` (in ``within``) a real folder: whatever else is there (a link to a folder elsewhere) removed."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            remove(path, within)
+    except FileNotFoundError:
+        pass
+    path.mkdir(exist_ok=True)
+
+
+def remove(path: Path, within: Path) -> None:
+    """Remove whatever is at ``path`` (a folder with its files), by name in its real parent folder in
+    ``within``: a link is removed, never followed."""
+    try:
+        fd = open_dir(path.parent, within)
+    except FileNotFoundError:
+        return
+    try:
+        mode = os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            shutil.rmtree(path.name, dir_fd=fd)
+        else:
+            os.unlink(path.name, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)

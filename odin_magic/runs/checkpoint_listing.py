@@ -50,7 +50,7 @@ def root_rules(gitignores: dict[str, bytes]) -> bytes:
     at any depth below it (``/dir/**/pattern``). Deeper files come later, so they win, as in git."""
     out: list[bytes] = []
     for path in sorted(gitignores, key=lambda p: (p.count("/"), p)):
-        base = _escape(path[: -len(".gitignore")].encode("utf-8", "surrogateescape"))
+        base = escape_glob(path[: -len(".gitignore")]).encode("utf-8", "surrogateescape")
         for raw in gitignores[path].split(b"\n"):
             line = raw.rstrip(b"\r")
             while line.endswith(b" ") and not line.endswith(b"\\ "):
@@ -69,8 +69,9 @@ def root_rules(gitignores: dict[str, bytes]) -> bytes:
     return b"".join(line + b"\n" for line in out)
 
 
-def _escape(path: bytes) -> bytes:
-    return b"".join(b"\\" + bytes([c]) if c in b"*?[]!#\\ " else bytes([c]) for c in path)
+def escape_glob(path: str) -> str:
+    """A path as a gitignore pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "*?[]!#\\ " else ch for ch in path)
 
 
 def nested_files(project_dir: Path, folder: str) -> list[str]:

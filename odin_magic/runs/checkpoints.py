@@ -23,6 +23,7 @@ restore (roll forward), so the tree ends as the new one, never a mix.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,9 +36,9 @@ from typing import Literal
 
 from odin_magic.core.confine import Confinement
 from odin_magic.core.errors import OdinError
-from odin_magic.core.atomic import write_atomic
+from odin_magic.core.atomic import read_nofollow, umask, write_atomic
 from odin_magic.runs import checkpoint_listing as listing
-from odin_magic.runs.checkpoint_git import CONFIG_ARGS, pin, pinned_env
+from odin_magic.runs.checkpoint_git import CONFIG_ARGS, keep, pin, pinned_env, remove
 
 GIT_DIR_NAME = "checkpoints.git"
 INDEX_NAME = "checkpoints.index"
@@ -48,6 +49,7 @@ OWN_SESSION = {"start_new_session": True}
 EXCLUDED = (".odin-loop/", ".git/", "__pycache__/", "*.pyc", ".pytest_cache/", ".ipynb_checkpoints/")
 LARGE_FILE = 50 << 20  # files larger than this when the store is made are left out of checkpoints
 PRIME_LIMIT = LARGE_FILE
+LARGE_LIST_LIMIT = 16 << 20  # info/large-files is read no further than this
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 ChangeKind = Literal["added", "modified", "deleted"]
@@ -101,6 +103,22 @@ class Entry:
     sha: str
 
 
+def _pinned(method):
+    """A public operation of :class:`Checkpoints`: the store's config and exclude file are pinned once before
+    it (``checkpoint_git.pin``), not again by the operations it calls nor before each of its gits."""
+    @functools.wraps(method)
+    def operation(self: "Checkpoints", *args, **kwargs):
+        if self._pinning:
+            return method(self, *args, **kwargs)
+        self._pinning = True
+        try:
+            self._pin()
+            return method(self, *args, **kwargs)
+        finally:
+            self._pinning = False
+    return operation
+
+
 EXCLUDE_TEXT = "".join(f"/{p}\n" if p == ".odin-loop/" else f"{p}\n" for p in EXCLUDED)
 
 
@@ -123,6 +141,7 @@ class Checkpoints:
         self._large: str | None = None  # info/large-files as this process first read it
         self._index_print: str | None = None  # the index as this process's last snapshot left it
         self._rules: tuple[str, bytes] | None = None  # (tree, the ignore rules pinned at it)
+        self._pinning = False  # inside a public operation that pinned the store
 
     # -- git ---------------------------------------------------------------------------
     # Every git runs in a session of its own (OWN_SESSION): a notebook's interrupt button sends SIGINT to
@@ -136,8 +155,7 @@ class Checkpoints:
         return proc.stdout
 
     def _run(self, *args: str, input: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-        """One git over the store, its config and exclude file pinned first (``checkpoint_git``)."""
-        self._pin()
+        """One git over the store (pinned once by the public operation that runs it: :func:`_pinned`)."""
         try:
             return subprocess.run(["git", *self._config, *args], cwd=self.project_dir, env=env or self._env,
                                   input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **OWN_SESSION)
@@ -151,16 +169,21 @@ class Checkpoints:
         try:
             pin(self.git_dir, EXCLUDE_TEXT)
             if self._large is None:
-                self._large = self.large_files.read_text() if self.large_files.is_file() else ""
-            if not self._large:
-                self.large_files.unlink(missing_ok=True)
-            elif self.large_files.is_symlink() or not self.large_files.is_file() \
-                    or self.large_files.read_text() != self._large:
-                self.large_files.unlink(missing_ok=True)
-                write_atomic(self.large_files, self._large)
+                self._large = self._read_large()
+            if self._large:
+                keep(self.large_files, self._large, self.git_dir)
+            else:
+                remove(self.large_files, self.git_dir)
         except OSError as exc:
             raise CheckpointError(f"the checkpoint store {self.git_dir} cannot be written ({_os_error(exc)})",
                                   hint=f"make {self.root} writable, then try again") from None
+
+    def _read_large(self) -> str:
+        """``info/large-files`` as found (only a regular file, and only its first LARGE_LIST_LIMIT bytes)."""
+        try:
+            return read_nofollow(self.large_files, LARGE_LIST_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def _failure(self, command: str, stderr: str, what: str) -> CheckpointError:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
@@ -195,6 +218,7 @@ class Checkpoints:
 
     # -- taking checkpoints ----------------------------------------------------------------
 
+    @_pinned
     def snapshot(self, rules_from: str | None = None) -> str:
         """Checkpoint the project tree now; returns the checkpoint id (a git tree id).
 
@@ -263,16 +287,13 @@ class Checkpoints:
         return [p for p in paths if p not in ignored]
 
     def _pin_rules(self, tree: str) -> None:
-        """Write the ignore rules of ``tree``'s ``.gitignore`` files as ``info/stage-rules`` (always anew)."""
+        """Write the ignore rules of ``tree``'s ``.gitignore`` files as ``info/stage-rules`` (read back, and
+        written again whenever it differs)."""
         if self._rules is None or self._rules[0] != tree:
             found = {path: entry.sha for path, entry in self.entries(tree).items() if listing.is_gitignore(path)}
             blobs = self._blobs(list(found.values()))
             self._rules = (tree, listing.root_rules({p: blobs[sha] for p, sha in found.items()}))
-        tmp = self.stage_rules.with_name("stage-rules.tmp")
-        tmp.unlink(missing_ok=True)
-        with open(tmp, "xb") as f:  # a new file, renamed over: never written through a link a worker left
-            f.write(self._rules[1])
-        os.replace(tmp, self.stage_rules)
+        keep(self.stage_rules, self._rules[1], self.git_dir)  # never through a worker's link
 
     def _prime(self) -> None:
         """Before the first checkpoint: store every file's content in ONE pack (``git fast-import``), so
@@ -288,13 +309,13 @@ class Checkpoints:
             if not stat.S_ISREG(info.st_mode):
                 continue
             if info.st_size > LARGE_FILE:
-                large.append("/" + _escape_glob(os.fsdecode(name)))
+                large.append("/" + listing.escape_glob(os.fsdecode(name)))
             if info.st_size <= PRIME_LIMIT:
                 primed.append(path)
         if large:
             self._large = "# larger than %d MB when checkpoints began: left out\n" % (LARGE_FILE >> 20) \
                 + "".join(f"{p}\n" for p in large)
-            write_atomic(self.large_files, self._large)
+            write_atomic(self.large_files, self._large, within=self.git_dir)
         try:
             proc = subprocess.Popen(["git", *self._config, "fast-import", "--quiet"], cwd=self.project_dir, env=self._env,
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -313,6 +334,7 @@ class Checkpoints:
             pass
         proc.wait()  # a failure here only costs speed: `git add` writes what is missing
 
+    @_pinned
     def exists(self, checkpoint: str) -> bool:
         self.ensure()
         try:
@@ -327,6 +349,7 @@ class Checkpoints:
 
     # -- comparing -------------------------------------------------------------------------
 
+    @_pinned
     def changes(self, before: str, after: str) -> list[Change]:
         """What changed from ``before`` to ``after``: each file with its kind and line counts."""
         if before == after:
@@ -345,6 +368,7 @@ class Checkpoints:
         return sorted((Change(listing.to_user(p), k, *counts.get(p, (0, 0))) for p, k in kinds.items()),
                       key=lambda c: c.path)
 
+    @_pinned
     def diff(self, before: str, after: str, paths: list[str] | None = None, errors: str = "replace") -> str:
         """The unified diff from ``before`` to ``after`` (binary files named, not shown); ``errors`` decodes
         it (``"surrogateescape"`` keeps a file name that is not UTF-8 as :meth:`changes` names it)."""
@@ -352,6 +376,7 @@ class Checkpoints:
                         "--", *map(listing.to_tree, paths or []))
         return _user_names(out.decode("utf-8", errors))
 
+    @_pinned
     def changed_lines(self, before: str, after: str, paths: list[str] | None = None) -> dict[str, list[tuple[int, int]]]:
         """The lines of ``after`` that differ from ``before``, per changed file: inclusive ``(first, last)`` ranges
         from the hunks of the diff (no context lines). A hunk that only deletes lines marks the lines on both
@@ -362,6 +387,7 @@ class Checkpoints:
                         "--", *map(listing.to_tree, paths or []))
         return hunk_ranges(_user_names(out.decode("utf-8", "surrogateescape")))
 
+    @_pinned
     def entries(self, checkpoint: str) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
         for item in self._git("ls-tree", "-r", "-z", "--full-tree", checkpoint).split(b"\0"):
@@ -374,6 +400,7 @@ class Checkpoints:
 
     # -- restoring -------------------------------------------------------------------------
 
+    @_pinned
     def restore(self, target: str, paths: list[str] | None = None) -> list[Change]:
         """Make the project tree (or just ``paths`` of it) byte for byte ``target``; returns what changed.
 
@@ -512,7 +539,7 @@ class Checkpoints:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-                os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~_umask_bits())
+                os.chmod(tmp, (0o777 if entry.mode == "100755" else 0o666) & ~umask())
             os.replace(tmp, full)
         except BaseException:
             tmp.unlink(missing_ok=True)  # no half-written file left in the user's tree
@@ -554,13 +581,3 @@ def _user_names(diff: str) -> str:
         diff = diff.replace(f" {side}{listing.TREE_GIT}", f" {side}{listing.USER_GIT}")
     return diff
 
-
-def _escape_glob(path: str) -> str:
-    """A path as a gitignore pattern that matches only itself."""
-    return "".join("\\" + ch if ch in "*?[]!#\\ " else ch for ch in path)
-
-
-def _umask_bits() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

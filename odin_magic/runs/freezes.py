@@ -23,7 +23,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from odin_magic.core.atomic import write_atomic_bytes
+from odin_magic.core.atomic import read_nofollow, umask, write_atomic
 from odin_magic.core.secrets import secret_values
 from odin_magic.loop.artifacts import in_run_dir
 from odin_magic.loop.globs import literal_prefix, matches
@@ -89,9 +89,7 @@ def read_now(path: Path) -> FileNow | None:
         if stat.S_ISLNK(st.st_mode):
             data, mode = os.fsencode(os.readlink(path)), "l"
         elif stat.S_ISREG(st.st_mode):
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
+            data = read_nofollow(path)
             mode = "x" if st.st_mode & 0o100 else None
         else:
             return None
@@ -153,19 +151,22 @@ class BlobStore:
     """Each frozen content once, under the run dir (``.frozen/<sha256>``), read back only when its hash holds."""
 
     def __init__(self, run_dir: Path):
-        self.dir = Path(run_dir) / BLOB_DIR
+        self.run_dir = Path(run_dir)
+        self.dir = self.run_dir / BLOB_DIR
 
     def keep(self, now: FileNow) -> None:
         """Keep a copy of ``now``'s bytes, unless they hold a configured secret: odin never writes one, so such a
         file is frozen by its hash alone (a change to it is still caught; it cannot be put back)."""
         if any(value.encode() in now.data for value, _ in secret_values()):
             return
-        if self.dir.is_symlink() or (self.dir.exists() and not self.dir.is_dir()):
-            self.dir.unlink()  # a worker's link or file where the store belongs: never written through
-        self.dir.mkdir(exist_ok=True)
-        kept = read_now(self.dir / now.sha256)
-        if kept is None or kept.mode == "l" or kept.sha256 != now.sha256:
-            write_atomic_bytes(self.dir / now.sha256, now.data)
+        path = self.dir / now.sha256
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(now.data) and not self.dir.is_symlink():
+                return  # kept at an earlier freeze (get() checks its hash at every read)
+        except OSError:
+            pass
+        write_atomic(path, now.data, within=self.run_dir)  # never through a worker's link (LinkInPath)
 
     def get(self, sha256: str) -> bytes | None:
         if self.dir.is_symlink():
@@ -216,7 +217,7 @@ def put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
 
 def _put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
     """Every folder on the way is made a real folder again (a link a worker put there is
-    removed, never followed) and the file is replaced by a new one (:func:`write_atomic_bytes`)."""
+    removed, never followed) and the file is replaced by a new one (:func:`~odin_magic.core.atomic.write_atomic`)."""
     data = None
     if t.kind != "added":
         data = blobs.get(t.frozen.sha256 or "")
@@ -241,11 +242,6 @@ def _put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
         os.symlink(os.fsdecode(data), tmp)
         os.replace(tmp, target)
     else:  # a new file replaces whatever is there (a link included) in one step
-        write_atomic_bytes(target, data, mode=(0o777 if t.frozen.mode == "x" else 0o666) & ~_umask())
+        write_atomic(target, data, mode=(0o777 if t.frozen.mode == "x" else 0o666) & ~umask())
     return True
 
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 import filelock
 
-from odin_magic.core.atomic import open_append, write_atomic
+from odin_magic.core.atomic import open_append, read_nofollow, write_atomic
 from odin_magic.core.confine import LinkInPath
 from odin_magic.core.errors import RunLocked
 from odin_magic.core.processes import reap_orphans
@@ -72,6 +72,7 @@ STATE_NAME = "state.json"
 ABANDONED_MARK = "abandoned.json"  # beside a damaged run the user gave up: it no longer blocks a new one
 LOOP_NAME = "loop.json"
 DRIVER_NAME = "driver.json"
+LOCK_NAME = "driver.lock"
 GITIGNORE_HEADER = "# Written by odin-magic: "
 GITIGNORE_TEXT = (
     GITIGNORE_HEADER + "nothing here (this file included) shows in git status, a commit or a stash.\n"
@@ -173,6 +174,11 @@ def _holder_text(sidecar: Path) -> str:
         return "another process (its details could not be read)"
 
 
+def _driver_lock(run_dir: Path) -> filelock.FileLock:
+    """The one-driver-per-run lock of ``run_dir`` (not taken yet; opened by name: check for a link first)."""
+    return filelock.FileLock(str(run_dir / LOCK_NAME), thread_local=False)
+
+
 class RunLock:
     """The one-driver-per-run lock, with a sidecar naming the holder."""
 
@@ -180,7 +186,7 @@ class RunLock:
         self.run_id = run_id
         self.sidecar = run_dir / DRIVER_NAME
         self._run_dir = run_dir
-        self._lock = filelock.FileLock(str(run_dir / "driver.lock"), thread_local=False)
+        self._lock = _driver_lock(run_dir)
 
     def acquire(self, command: str, since: str) -> None:
         if os.path.islink(self._lock.lock_file):  # the lock file is opened by name: never through a link
@@ -205,10 +211,9 @@ class RunLock:
 def being_driven(run_dir: Path) -> bool:
     """Whether a process (this one included: the lock is per open file) drives the run in ``run_dir`` now. A link
     where the lock belongs is no driver's (:meth:`RunLock.acquire` refuses one) and is never opened."""
-    path = run_dir / "driver.lock"
-    if os.path.islink(path):
+    lock = _driver_lock(run_dir)
+    if os.path.islink(lock.lock_file):
         return False
-    lock = filelock.FileLock(str(path), thread_local=False)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -541,14 +546,9 @@ def loop_changed(run_dir: Path, recorded: str | None = None) -> str | None:
 def file_sha256(path: Path) -> str | None:
     """The sha256 of the file at ``path`` (never through a symbolic link in its place); None when it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        return hashlib.sha256(read_nofollow(path)).hexdigest()
     except OSError:
         return None
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 16), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _lost_log(run_dir: Path) -> bool:

@@ -7,6 +7,7 @@ Messages API; real files in a temporary project.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -191,6 +192,28 @@ def test_a_frozen_file_that_holds_a_secret_is_frozen_by_its_hash_and_no_copy_is_
         store.keep(read_now(path))
     kept = [p.read_bytes() for p in (tmp_path / "run" / ".frozen").iterdir()]
     assert kept == [b"notes\n"]
+
+
+def test_a_kept_blob_is_not_written_again_and_none_is_written_through_a_link(tmp_path):
+    from odin_magic.core.confine import LinkInPath
+    from odin_magic.runs.freezes import BLOB_DIR, BlobStore, read_now
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "a.md").write_text("notes\n")
+    now = read_now(tmp_path / "a.md")
+    store = BlobStore(tmp_path / "run")
+    store.keep(now)
+    kept = store.dir / now.sha256
+    inode = kept.stat().st_ino
+    store.keep(now)  # the next freeze of the same content: nothing read or written
+    assert kept.stat().st_ino == inode and store.get(now.sha256) == b"notes\n"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.rename(store.dir, tmp_path / "old")
+    (tmp_path / "run" / BLOB_DIR).symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(LinkInPath):
+        store.keep(now)
+    assert list(elsewhere.iterdir()) == [] and store.get(now.sha256) is None
 
 
 def test_with_the_sandbox_a_later_stage_cannot_even_write_the_run_dir_harness(project, write_loop):
