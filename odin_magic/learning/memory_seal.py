@@ -24,6 +24,8 @@ import os
 import secrets
 from pathlib import Path
 
+from odin_magic.core.atomic import read_nofollow
+
 KEY_NAME = "memory.key"  # in .odin-loop/
 SIG_CHARS = 32  # hex characters of the HMAC kept in an entry's header
 KEY_BYTES = 32
@@ -40,11 +42,9 @@ class Seal:
         """The key, None when there is none, or it cannot be read (a link, junk, a key cut short)."""
         if self._key is None:
             try:
-                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+                text = read_nofollow(self.path, 200).strip()  # never through a link, never a fifo
             except OSError:
                 return None
-            with os.fdopen(fd, "rb") as f:
-                text = f.read(200).strip()
             try:
                 key = bytes.fromhex(text.decode("ascii"))
             except ValueError:
