@@ -3,8 +3,10 @@
 Every command odin runs for a stage (gate commands, ``post_edit``, the regression
 suite, mutants, the worker's bash tool) runs under ``bwrap`` when the sandbox is on:
 
-* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a private ``/tmp`` (the host's entries
-  shown in it read-only, so a venv or linked dependencies there still work; new names are its own);
+* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a new empty ``/run`` (no docker.sock, no
+  session bus; with the network, the resolver's files), a private ``/tmp`` where only what the command needs of
+  the host's is shown read-only (its PATH, odin's Python and its ``sys.path`` with the links in it, the run dir:
+  a venv or linked dependencies there still work), never a host socket; new names are its own;
 * the command's working tree (the project, or a mutation scratch copy) writable, its
   ``.odin-loop/`` and ``.git/`` read-only again, except the run-dir artifacts the stage
   ``produces``, bound writable one by one;
@@ -28,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -196,34 +199,78 @@ def _plain(path: Path, run_dir: str | None) -> bool:
     return Path(os.path.realpath(path)) == real_run / path.relative_to(run_dir)
 
 
-#: At most this many of the host's /tmp entries are shown in the sandbox (each is one bind mount).
-MAX_TMP_ENTRIES = 400
+def _tmp_dir(path: str) -> str | None:
+    """``path``'s real path reduced to an existing directory under ``/tmp`` (a file's own directory), or None:
+    outside ``/tmp``, ``/tmp`` itself, a socket, or a directory that holds a socket (an agent's, X11's, tmux's)."""
+    real = os.path.realpath(path)
+    try:
+        if stat.S_ISSOCK(os.stat(real).st_mode):
+            return None
+    except OSError:
+        pass
+    while real.startswith("/tmp/") and not os.path.isdir(real):
+        real = os.path.dirname(real)
+    if not real.startswith("/tmp/") or not os.access(real, os.R_OK | os.X_OK):
+        return None
+    try:
+        with os.scandir(real) as entries:  # d_type: no stat per entry; a socket is neither a file, a dir nor a link
+            if any(not (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False) or e.is_symlink())
+                   for e in entries):
+                return None
+    except OSError:
+        return None
+    return real
+
+
+@functools.lru_cache(maxsize=64)
+def _links_in(directory: str, mtime_ns: int) -> tuple[str, ...]:
+    try:
+        with os.scandir(directory) as entries:
+            return tuple(e.path for e in entries if e.is_symlink())
+    except OSError:
+        return ()
+
+
+def _linked_from(directory: str) -> tuple[str, ...]:
+    """The symbolic links directly in ``directory`` (a venv's dependencies linked from another venv); scanned
+    again only when the directory changed (its mtime)."""
+    try:
+        return _links_in(directory, os.stat(directory).st_mtime_ns)
+    except OSError:
+        return ()
 
 
 def _under_tmp(env: Mapping[str, str]) -> list[str]:
-    """What the private ``/tmp`` would hide: the host's ``/tmp`` entries, shown again read-only (a venv there,
-    a PATH entry, dependencies linked from another venv there, the run dir whose harness a mutant's command in a
-    scratch copy runs), so that the sandbox's own ``/tmp`` only adds new, private, writable names beside them."""
-    found = []
-    try:
-        names = sorted(os.listdir("/tmp"))[:MAX_TMP_ENTRIES]
-    except OSError:
-        names = []
-    for name in names:
-        path = os.path.join("/tmp", name)
-        if not os.path.islink(path) and ((os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK))
-                                         or os.path.isfile(path)):
-            found.append(path)
-    for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]:
-        real = os.path.realpath(entry) if entry else ""  # past the listed ones (or behind a link in /tmp)
-        if real.startswith("/tmp/") and os.path.isdir(real) and not any(real.startswith(f + "/") for f in found):
+    """What the private ``/tmp`` would hide that a command needs, bound again read-only: its PATH entries (a
+    ``bin`` entry's prefix: a venv), odin's Python (``sys.prefix``, ``sys.base_prefix``, each ``sys.path`` entry
+    and the targets of the links directly in them), the run dir (whose harness a mutant's command in a scratch
+    copy runs). Nothing else of the host's ``/tmp``: not its sockets (an ssh agent, X11), not others' files."""
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    wanted = [*path, *(os.path.dirname(p) for p in path if os.path.basename(p.rstrip(os.sep)) == "bin"),
+              sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]
+    for entry in filter(None, sys.path):
+        wanted += [entry, *_linked_from(entry)]
+    found: list[str] = []
+    for real in sorted({d for d in map(_tmp_dir, dict.fromkeys(filter(None, wanted))) if d}):
+        if not any(real.startswith(f + os.sep) for f in found):  # an ancestor is bound already
             found.append(real)
     return found
 
 
+def _run_dir_args(network: bool) -> list[str]:
+    """A new, empty ``/run`` (no docker.sock, no session bus); with the network, the resolver's files back."""
+    args = ["--tmpfs", "/run"]
+    if network:
+        keep = {"/run/systemd/resolve", os.path.dirname(os.path.realpath("/etc/resolv.conf"))}
+        for directory in sorted(keep):
+            if directory.startswith("/run/") and os.path.isdir(directory):
+                args += ["--ro-bind", directory, directory]
+    return args
+
+
 def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None) -> list[str]:
     """bwrap's options (without the program): see the module docstring."""
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_run_dir_args(network), "--tmpfs", "/tmp"]
     for shown in _under_tmp(env or {}):
         args += ["--ro-bind", shown, shown]
     args += ["--bind", str(root), str(root)]
@@ -241,9 +288,14 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     return args
 
 
+#: The host's sockets these name (an ssh agent, the session bus, ``/run/user/$UID``) are not in the sandbox.
+HOST_SOCKET_VARS = ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+
+
 def clean_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without any secret: no ``ANTHROPIC_*``, no configured secret variable, no value that is a secret."""
-    names = set(secret_names(env)) | set(secret_names())
+    """``env`` without any secret (no ``ANTHROPIC_*``, no configured secret variable, no value that is a secret)
+    and without the variables naming the host's sockets (:data:`HOST_SOCKET_VARS`)."""
+    names = set(secret_names(env)) | set(secret_names()) | set(HOST_SOCKET_VARS)
     values = {v for v, _ in secret_values(env)} | {v for v, _ in secret_values()}
     return {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_") and k not in names and v not in values}
 

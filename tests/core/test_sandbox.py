@@ -212,3 +212,38 @@ def test_a_command_in_a_scratch_copy_under_tmp_still_reads_the_run_dir(box):
         ev = run_command(GateCommand(cmd='python "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env)
         assert ev.stdout_tail == "harness\n", ev
         assert not run_command(GateCommand(cmd='echo x > "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env).ok
+
+
+def test_no_host_socket_is_reachable(box, monkeypatch):
+    """An agent's socket in a directory of the host's /tmp cannot be connected to; /run is a new, empty one."""
+    _, _, run = box
+    import tempfile
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-agent-") as agent_dir, socket.socket(socket.AF_UNIX) as agent:
+        path = os.path.join(agent_dir, "agent.1")
+        agent.bind(path)
+        agent.listen(4)
+        monkeypatch.setenv("SSH_AUTH_SOCK", path)
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")
+        connect = f"python -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}'); print('in')\""
+        for network in (False, True):
+            ev = run(connect, network=network)
+            assert not ev.ok and "in" not in ev.stdout_tail, ev
+        ev = run("env; echo run:; ls -A /run")
+        assert ev.ok and ev.stdout_tail.split("run:\n")[1] == "", ev
+        for name in ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"):
+            assert name not in ev.stdout_tail
+        assert run("cat /etc/resolv.conf > /dev/null", network=True).ok
+
+
+def test_dependencies_linked_from_another_tmp_venv_are_readable(box, monkeypatch):
+    """As CI's install test: a site-packages dir under /tmp whose packages are links into another dir under /tmp."""
+    _, _, run = box
+    import tempfile
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-site-") as site, \
+            tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-other-") as other:
+        (Path(other) / "dep").mkdir()
+        (Path(other) / "dep" / "__init__.py").write_text("NAME = 'linked'\n")
+        (Path(site) / "dep").symlink_to(Path(other) / "dep")
+        monkeypatch.syspath_prepend(site)
+        ev = run(f"cat '{site}/dep/__init__.py'")
+        assert ev.ok and ev.stdout_tail == "NAME = 'linked'\n", ev
