@@ -281,3 +281,17 @@ def test_a_kernel_that_dies_takes_its_runs_gate_command_along(slowgate: Path, tm
         os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # as a crash or an impatient restart does
         kernel.kc.stop_channels()
     assert group_ends_within(pgid, 1.0) == []
+
+
+
+def test_a_command_run_with_the_bash_tools_environment_is_not_taken_for_its_shell(tmp_path: Path):
+    """post_edit commands run with the bash tool's environment: a bash they start is a plain shell, not the
+    bash tool's (it would try to become the shell guard, or refuse to run outside the sandbox)."""
+    from odin_magic.core.commands import run_command
+    from odin_magic.core.processes import shell_guard_env
+    from odin_magic.loop.schema import GateCommand
+
+    env = {**os.environ, **shell_guard_env(tmp_path, ["/usr/bin/bwrap", "--", "/bin/bash"])}
+    ev = run_command(GateCommand(cmd="bash -c 'env; echo plain'"), tmp_path, env)
+    assert ev.ok and ev.stdout_tail.endswith("plain\n"), ev
+    assert "ODIN_GUARD_" not in ev.stdout_tail and "shell_guard.bash" not in ev.stdout_tail
