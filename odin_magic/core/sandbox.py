@@ -57,6 +57,10 @@ class SandboxUnavailable(OdinError):
     """``sandbox: bwrap`` was asked for where bubblewrap cannot run."""
 
 
+class ProtectedLink(SandboxUnavailable):
+    """The working tree's ``.git`` or ``.odin-loop`` is a symbolic link: it cannot be protected, nothing runs."""
+
+
 @dataclass(frozen=True)
 class Probe:
     works: bool
@@ -276,7 +280,7 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     args += ["--bind", str(root), str(root)]
     for name in PROTECTED:
         inner = root / name
-        if inner.exists() and not inner.is_symlink():
+        if inner.exists() and not inner.is_symlink():  # a link: refused by wrap (_refuse_links)
             args += ["--ro-bind", str(inner), str(inner)]
     for path in map(Path, writable):
         if path.exists() and not path.is_symlink():  # bwrap refuses a missing source
@@ -300,6 +304,17 @@ def clean_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_") and k not in names and v not in values}
 
 
+def _refuse_links(root: Path) -> None:
+    """:class:`ProtectedLink` when the tree's ``.git`` or ``.odin-loop`` is a link (a worker may have moved it
+    into the writable tree and linked it back): it would be written through the link."""
+    for name in PROTECTED:
+        inner = root / name
+        if inner.is_symlink():
+            raise ProtectedLink(f"the sandbox refuses to run commands: {name} is a symbolic link "
+                                f"(to {os.readlink(inner)}), so it cannot be made read-only",
+                                hint=f"replace {inner} with the directory itself")
+
+
 @dataclass(frozen=True)
 class Wrapped:
     argv: list[str]
@@ -314,9 +329,11 @@ def wrap(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Wrapped:
     found = probe()
     if not found.works or found.bwrap is None:
         raise SandboxUnavailable(f"the sandbox is on, but {found.reason}", hint=INSTALL_HINT)
+    cwd = Path(cwd)
+    root = _root_of(cwd, env)
+    _refuse_links(root)
     writable = [p for p in env.get(WRITE_VAR, "").split(os.pathsep) if p and _plain(Path(p), env.get("ODIN_RUN_DIR"))]
     created = _make_sources(writable)
-    cwd = Path(cwd)
-    args = bwrap_args(_root_of(cwd, env), writable, env.get(NETWORK_VAR) == "1", env)
+    args = bwrap_args(root, writable, env.get(NETWORK_VAR) == "1", env)
     args[-1] = str(cwd.resolve())  # --chdir: the command's own directory
     return Wrapped([found.bwrap, *args, "--", *argv], clean_env(env), created)

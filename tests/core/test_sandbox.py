@@ -247,3 +247,16 @@ def test_dependencies_linked_from_another_tmp_venv_are_readable(box, monkeypatch
         monkeypatch.syspath_prepend(site)
         ev = run(f"cat '{site}/dep/__init__.py'")
         assert ev.ok and ev.stdout_tail == "NAME = 'linked'\n", ev
+
+
+@pytest.mark.parametrize("name", [".git", ".odin-loop"])
+def test_a_protected_dir_replaced_by_a_link_is_refused(box, name):
+    """A worker that moved .git (or .odin-loop) into the writable tree and left a link in its place gets no
+    command run: one clear error, and nothing written through the link."""
+    project, _, run = box
+    moved = project / "src" / "moved"
+    (project / name).rename(moved)
+    (project / name).symlink_to(moved)
+    ev = run(f"echo evil > '{project / name}/planted' && echo wrote")
+    assert not ev.ok and "wrote" not in ev.stdout_tail and not (moved / "planted").exists(), ev
+    assert f"{name} is a symbolic link" in ev.stderr_tail, ev
