@@ -35,7 +35,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Callable, Literal, Mapping
 
 from odin_magic.core.errors import ConfigError, OdinError
 from odin_magic.core.secrets import secret_names, secret_values
@@ -272,8 +272,10 @@ def _run_dir_args(network: bool) -> list[str]:
     return args
 
 
-def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None) -> list[str]:
-    """bwrap's options (without the program): see the module docstring."""
+def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None,
+               chdir: Path | None = None) -> list[str]:
+    """bwrap's options (without the program): see the module docstring; the command starts in ``chdir``
+    (default: ``root``)."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_run_dir_args(network), "--tmpfs", "/tmp"]
     for shown in _under_tmp(env or {}):
         args += ["--ro-bind", shown, shown]
@@ -288,7 +290,7 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     args += ["--unshare-pid", "--die-with-parent", "--new-session"]
     if not network:
         args.append("--unshare-net")
-    args += ["--chdir", str(root)]
+    args += ["--chdir", str(chdir or root)]
     return args
 
 
@@ -296,12 +298,25 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
 HOST_SOCKET_VARS = ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
 
 
+def _unwanted(env: Mapping[str, str]) -> Callable[[str, str], bool]:
+    """Whether a variable of ``env`` may not be in a sandboxed command's environment (see :func:`clean_env`)."""
+    names = set(secret_names(env)) | set(secret_names()) | set(HOST_SOCKET_VARS)
+    values = {v for v, _ in secret_values(env)} | {v for v, _ in secret_values()}
+    return lambda k, v: k.startswith("ANTHROPIC_") or k in names or v in values
+
+
 def clean_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without any secret (no ``ANTHROPIC_*``, no configured secret variable, no value that is a secret)
     and without the variables naming the host's sockets (:data:`HOST_SOCKET_VARS`)."""
-    names = set(secret_names(env)) | set(secret_names()) | set(HOST_SOCKET_VARS)
-    values = {v for v, _ in secret_values(env)} | {v for v, _ in secret_values()}
-    return {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_") and k not in names and v not in values}
+    unwanted = _unwanted(env)
+    return {k: v for k, v in env.items() if not unwanted(k, v)}
+
+
+def _checked(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as it is when clean (:func:`odin_magic.core.commands.command_env` cleaned it), else cleaned: a
+    dirty environment handed to :func:`wrap` never reaches the command."""
+    unwanted = _unwanted(env)
+    return clean_env(env) if any(unwanted(k, v) for k, v in env.items()) else dict(env)
 
 
 def _refuse_links(root: Path) -> None:
@@ -334,6 +349,5 @@ def wrap(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Wrapped:
     _refuse_links(root)
     writable = [p for p in env.get(WRITE_VAR, "").split(os.pathsep) if p and _plain(Path(p), env.get("ODIN_RUN_DIR"))]
     created = _make_sources(writable)
-    args = bwrap_args(root, writable, env.get(NETWORK_VAR) == "1", env)
-    args[-1] = str(cwd.resolve())  # --chdir: the command's own directory
-    return Wrapped([found.bwrap, *args, "--", *argv], clean_env(env), created)
+    args = bwrap_args(root, writable, env.get(NETWORK_VAR) == "1", env, chdir=cwd.resolve())
+    return Wrapped([found.bwrap, *args, "--", *argv], _checked(env), created)
