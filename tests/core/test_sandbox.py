@@ -260,3 +260,15 @@ def test_a_protected_dir_replaced_by_a_link_is_refused(box, name):
     ev = run(f"echo evil > '{project / name}/planted' && echo wrote")
     assert not ev.ok and "wrote" not in ev.stdout_tail and not (moved / "planted").exists(), ev
     assert f"{name} is a symbolic link" in ev.stderr_tail, ev
+
+
+def test_wrap_never_passes_a_secret_of_a_dirty_environment(box, monkeypatch):
+    """wrap's own guarantee, for a caller that did not build its environment with command_env."""
+    project, _, _ = box
+    monkeypatch.setenv("DB_PASSWORD", DB_SECRET)
+    monkeypatch.setenv("ODIN_SECRET_VARS", "DB_PASSWORD")
+    dirty = {**os.environ, "ANTHROPIC_API_KEY": KEY, "COPY_OF_THE_KEY": KEY, "SSH_AUTH_SOCK": "/tmp/agent",
+             **sandbox.stage_policy("bwrap", [], False).env_vars()}
+    env = sandbox.wrap(["true"], project / "src", dirty).env
+    assert not {"ANTHROPIC_API_KEY", "COPY_OF_THE_KEY", "DB_PASSWORD", "SSH_AUTH_SOCK"} & set(env)
+    assert env["PATH"] == os.environ["PATH"]
