@@ -104,11 +104,26 @@ def test_no_network_unless_allowed(box):
         assert run(connect, network=True).stdout_tail == "in\n"
 
 
+#: Prints how many processes' command lines hold each marker (given reversed: the scan's own does not hold them).
+COUNT_IN_PROC = ("import pathlib, sys; seen = [p.read_bytes() for p in pathlib.Path('/proc').glob('[0-9]*/cmdline')]; "
+                 "print(*(sum(m[::-1].encode() in c for c in seen) for m in sys.argv[1:]))")
+
+
 def test_proc_shows_its_own_processes_only(box):
     _, _, run = box
-    ev = run("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; echo pid=$$")
-    assert ev.ok and "no:cacheprovider" not in ev.stdout_tail  # the driver's (pytest's) command line
-    assert "pid=3" in ev.stdout_tail  # bwrap is 1 and 2, this shell 3: a PID namespace of its own
+    host_marker, own_marker = f"odin-host-{uuid.uuid4().hex}", f"odin-own-{uuid.uuid4().hex}"
+    host = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)", host_marker],
+                            stdout=subprocess.PIPE)  # a process of the host, its marker in its command line
+    try:
+        assert host.stdout.readline() == b"up\n" and host_marker in Path(f"/proc/{host.pid}/cmdline").read_text()
+        ev = run(f": {own_marker}; python -c \"{COUNT_IN_PROC}\" {own_marker[::-1]} {host_marker[::-1]}")
+    finally:
+        host.kill()
+        host.wait()
+        host.stdout.close()
+    own, seen_host = map(int, ev.stdout_tail.split())
+    assert ev.ok and own >= 1  # the scan sees the sandboxed shell itself
+    assert seen_host == 0  # and no process of the host: a PID namespace of its own
 
 
 def _running(marker: str) -> list[int]:
@@ -140,9 +155,10 @@ def _gone_within(marker: str, seconds: float) -> list[int]:
 def test_what_it_started_dies_with_it(box):
     project, _, run = box
     marker = f"odin-sandbox-child-{uuid.uuid4().hex}"
-    ev = run(f"python -c \"import pathlib, time; pathlib.Path('ready').touch(); time.sleep(300)\" {marker} & "
-             "while [ ! -e ready ]; do sleep 0.01; done; echo started")
-    assert ev.ok and ev.stdout_tail == "started\n" and (project / "ready").exists()
+    ev = run("mkfifo ready.fifo || exit 1; "  # the child says it runs through the FIFO: the shell waits on that event
+             f"python -c \"import time; open('ready.fifo', 'w').write('started'); time.sleep(300)\" {marker} & "
+             "read -r said < ready.fifo; echo \"$said\"")
+    assert ev.ok and ev.stdout_tail == "started\n" and (project / "ready.fifo").exists(), ev
     assert _gone_within(marker, 10) == []
 
 
