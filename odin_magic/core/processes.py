@@ -236,6 +236,7 @@ class GuardedCommand:
         from odin_magic.core.sandbox import wrap  # not at the top: this file also runs alone (the shell guard)
 
         preexec = _die_with_parent(os.getpid()) if _prctl is not None else None
+        env = without_shell_guard(env)  # it has a guard of its own: a bash it runs is a plain shell
         boxed = wrap(["/bin/sh", "-c", GUARD, "odin-guard", cmd], Path(cwd), env)  # bwrap when env says so
         self._placeholders = boxed.created
         try:
@@ -331,6 +332,18 @@ def shell_guard_env(run_dir: Path, shell: list[str] | None = None) -> dict[str, 
         "ODIN_GUARD_DRIVER": str(os.getpid()),
         "ODIN_GUARD_RECORDS": str(run_dir),
     }
+
+
+SHELL_GUARD_VARS = ("ODIN_GUARD_SANDBOX", "ODIN_GUARD_PYTHON", "ODIN_GUARD_SCRIPT", "ODIN_GUARD_DRIVER",
+                    "ODIN_GUARD_RECORDS")
+
+
+def without_shell_guard(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` less :func:`shell_guard_env`'s variables (the bash tool's environment is also its ``post_edit``
+    commands'): a bash such a command runs must not take itself for the bash tool's shell (with the sandbox on,
+    that shell refuses to run outside its guard)."""
+    return {k: v for k, v in env.items()
+            if k not in SHELL_GUARD_VARS and not (k == "BASH_ENV" and v == str(SHELL_GUARD_BASH))}
 
 
 def shell_guard() -> int:

@@ -3,8 +3,10 @@
 Every command odin runs for a stage (gate commands, ``post_edit``, the regression
 suite, mutants, the worker's bash tool) runs under ``bwrap`` when the sandbox is on:
 
-* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a private ``/tmp`` (the host's entries
-  shown in it read-only, so a venv or linked dependencies there still work; new names are its own);
+* the whole filesystem read-only, ``/dev`` and a fresh ``/proc``, a new empty ``/run`` (no docker.sock, no
+  session bus; with the network, the resolver's files), a private ``/tmp`` where only what the command needs of
+  the host's is shown read-only (its PATH, odin's Python and its ``sys.path`` with the links in it, the run dir:
+  a venv or linked dependencies there still work), never a host socket; new names are its own;
 * the command's working tree (the project, or a mutation scratch copy) writable, its
   ``.odin-loop/`` and ``.git/`` read-only again, except the run-dir artifacts the stage
   ``produces``, bound writable one by one;
@@ -28,11 +30,12 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Callable, Literal, Mapping
 
 from odin_magic.core.errors import ConfigError, OdinError
 from odin_magic.core.secrets import secret_names, secret_values
@@ -52,6 +55,10 @@ OFF_ALLOWS = ("commands and the worker's bash can write anywhere you can (.odin-
 
 class SandboxUnavailable(OdinError):
     """``sandbox: bwrap`` was asked for where bubblewrap cannot run."""
+
+
+class ProtectedLink(SandboxUnavailable):
+    """The working tree's ``.git`` or ``.odin-loop`` is a symbolic link: it cannot be protected, nothing runs."""
 
 
 @dataclass(frozen=True)
@@ -196,40 +203,86 @@ def _plain(path: Path, run_dir: str | None) -> bool:
     return Path(os.path.realpath(path)) == real_run / path.relative_to(run_dir)
 
 
-#: At most this many of the host's /tmp entries are shown in the sandbox (each is one bind mount).
-MAX_TMP_ENTRIES = 400
+def _tmp_dir(path: str) -> str | None:
+    """``path``'s real path reduced to an existing directory under ``/tmp`` (a file's own directory), or None:
+    outside ``/tmp``, ``/tmp`` itself, a socket, or a directory that holds a socket (an agent's, X11's, tmux's)."""
+    real = os.path.realpath(path)
+    try:
+        if stat.S_ISSOCK(os.stat(real).st_mode):
+            return None
+    except OSError:
+        pass
+    while real.startswith("/tmp/") and not os.path.isdir(real):
+        real = os.path.dirname(real)
+    if not real.startswith("/tmp/") or not os.access(real, os.R_OK | os.X_OK):
+        return None
+    try:
+        with os.scandir(real) as entries:  # d_type: no stat per entry; a socket is neither a file, a dir nor a link
+            if any(not (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False) or e.is_symlink())
+                   for e in entries):
+                return None
+    except OSError:
+        return None
+    return real
+
+
+@functools.lru_cache(maxsize=64)
+def _links_in(directory: str, mtime_ns: int) -> tuple[str, ...]:
+    try:
+        with os.scandir(directory) as entries:
+            return tuple(e.path for e in entries if e.is_symlink())
+    except OSError:
+        return ()
+
+
+def _linked_from(directory: str) -> tuple[str, ...]:
+    """The symbolic links directly in ``directory`` (a venv's dependencies linked from another venv); scanned
+    again only when the directory changed (its mtime)."""
+    try:
+        return _links_in(directory, os.stat(directory).st_mtime_ns)
+    except OSError:
+        return ()
 
 
 def _under_tmp(env: Mapping[str, str]) -> list[str]:
-    """What the private ``/tmp`` would hide: the host's ``/tmp`` entries, shown again read-only (a venv there,
-    a PATH entry, dependencies linked from another venv there, the run dir whose harness a mutant's command in a
-    scratch copy runs), so that the sandbox's own ``/tmp`` only adds new, private, writable names beside them."""
-    found = []
-    try:
-        names = sorted(os.listdir("/tmp"))[:MAX_TMP_ENTRIES]
-    except OSError:
-        names = []
-    for name in names:
-        path = os.path.join("/tmp", name)
-        if not os.path.islink(path) and ((os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK))
-                                         or os.path.isfile(path)):
-            found.append(path)
-    for entry in [*env.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]:
-        real = os.path.realpath(entry) if entry else ""  # past the listed ones (or behind a link in /tmp)
-        if real.startswith("/tmp/") and os.path.isdir(real) and not any(real.startswith(f + "/") for f in found):
+    """What the private ``/tmp`` would hide that a command needs, bound again read-only: its PATH entries (a
+    ``bin`` entry's prefix: a venv), odin's Python (``sys.prefix``, ``sys.base_prefix``, each ``sys.path`` entry
+    and the targets of the links directly in them), the run dir (whose harness a mutant's command in a scratch
+    copy runs). Nothing else of the host's ``/tmp``: not its sockets (an ssh agent, X11), not others' files."""
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p]
+    wanted = [*path, *(os.path.dirname(p) for p in path if os.path.basename(p.rstrip(os.sep)) == "bin"),
+              sys.prefix, sys.base_prefix, env.get("ODIN_RUN_DIR", "")]
+    for entry in filter(None, sys.path):
+        wanted += [entry, *_linked_from(entry)]
+    found: list[str] = []
+    for real in sorted({d for d in map(_tmp_dir, dict.fromkeys(filter(None, wanted))) if d}):
+        if not any(real.startswith(f + os.sep) for f in found):  # an ancestor is bound already
             found.append(real)
     return found
 
 
-def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None) -> list[str]:
-    """bwrap's options (without the program): see the module docstring."""
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+def _run_dir_args(network: bool) -> list[str]:
+    """A new, empty ``/run`` (no docker.sock, no session bus); with the network, the resolver's files back."""
+    args = ["--tmpfs", "/run"]
+    if network:
+        keep = {"/run/systemd/resolve", os.path.dirname(os.path.realpath("/etc/resolv.conf"))}
+        for directory in sorted(keep):
+            if directory.startswith("/run/") and os.path.isdir(directory):
+                args += ["--ro-bind", directory, directory]
+    return args
+
+
+def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str, str] | None = None,
+               chdir: Path | None = None) -> list[str]:
+    """bwrap's options (without the program): see the module docstring; the command starts in ``chdir``
+    (default: ``root``)."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_run_dir_args(network), "--tmpfs", "/tmp"]
     for shown in _under_tmp(env or {}):
         args += ["--ro-bind", shown, shown]
     args += ["--bind", str(root), str(root)]
     for name in PROTECTED:
         inner = root / name
-        if inner.exists() and not inner.is_symlink():
+        if inner.exists() and not inner.is_symlink():  # a link: refused by wrap (_refuse_links)
             args += ["--ro-bind", str(inner), str(inner)]
     for path in map(Path, writable):
         if path.exists() and not path.is_symlink():  # bwrap refuses a missing source
@@ -237,15 +290,44 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     args += ["--unshare-pid", "--die-with-parent", "--new-session"]
     if not network:
         args.append("--unshare-net")
-    args += ["--chdir", str(root)]
+    args += ["--chdir", str(chdir or root)]
     return args
 
 
-def clean_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without any secret: no ``ANTHROPIC_*``, no configured secret variable, no value that is a secret."""
-    names = set(secret_names(env)) | set(secret_names())
+#: The host's sockets these name (an ssh agent, the session bus, ``/run/user/$UID``) are not in the sandbox.
+HOST_SOCKET_VARS = ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+
+
+def _unwanted(env: Mapping[str, str]) -> Callable[[str, str], bool]:
+    """Whether a variable of ``env`` may not be in a sandboxed command's environment (see :func:`clean_env`)."""
+    names = set(secret_names(env)) | set(secret_names()) | set(HOST_SOCKET_VARS)
     values = {v for v, _ in secret_values(env)} | {v for v, _ in secret_values()}
-    return {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_") and k not in names and v not in values}
+    return lambda k, v: k.startswith("ANTHROPIC_") or k in names or v in values
+
+
+def clean_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without any secret (no ``ANTHROPIC_*``, no configured secret variable, no value that is a secret)
+    and without the variables naming the host's sockets (:data:`HOST_SOCKET_VARS`)."""
+    unwanted = _unwanted(env)
+    return {k: v for k, v in env.items() if not unwanted(k, v)}
+
+
+def _checked(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as it is when clean (:func:`odin_magic.core.commands.command_env` cleaned it), else cleaned: a
+    dirty environment handed to :func:`wrap` never reaches the command."""
+    unwanted = _unwanted(env)
+    return clean_env(env) if any(unwanted(k, v) for k, v in env.items()) else dict(env)
+
+
+def _refuse_links(root: Path) -> None:
+    """:class:`ProtectedLink` when the tree's ``.git`` or ``.odin-loop`` is a link (a worker may have moved it
+    into the writable tree and linked it back): it would be written through the link."""
+    for name in PROTECTED:
+        inner = root / name
+        if inner.is_symlink():
+            raise ProtectedLink(f"the sandbox refuses to run commands: {name} is a symbolic link "
+                                f"(to {os.readlink(inner)}), so it cannot be made read-only",
+                                hint=f"replace {inner} with the directory itself")
 
 
 @dataclass(frozen=True)
@@ -262,9 +344,10 @@ def wrap(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Wrapped:
     found = probe()
     if not found.works or found.bwrap is None:
         raise SandboxUnavailable(f"the sandbox is on, but {found.reason}", hint=INSTALL_HINT)
+    cwd = Path(cwd)
+    root = _root_of(cwd, env)
+    _refuse_links(root)
     writable = [p for p in env.get(WRITE_VAR, "").split(os.pathsep) if p and _plain(Path(p), env.get("ODIN_RUN_DIR"))]
     created = _make_sources(writable)
-    cwd = Path(cwd)
-    args = bwrap_args(_root_of(cwd, env), writable, env.get(NETWORK_VAR) == "1", env)
-    args[-1] = str(cwd.resolve())  # --chdir: the command's own directory
-    return Wrapped([found.bwrap, *args, "--", *argv], clean_env(env), created)
+    args = bwrap_args(root, writable, env.get(NETWORK_VAR) == "1", env, chdir=cwd.resolve())
+    return Wrapped([found.bwrap, *args, "--", *argv], _checked(env), created)

@@ -6,9 +6,11 @@ if [ "$PPID" = "${ODIN_GUARD_DRIVER:-}" ] && [ -n "${ODIN_GUARD_PYTHON:-}" ] && 
     shopt -s execfail  # should the guard not start, carry on as a plain shell (unless sandboxed)
     exec "$ODIN_GUARD_PYTHON" -I "$ODIN_GUARD_SCRIPT" shell-guard
     shopt -u execfail
-    if [ -n "${ODIN_GUARD_SANDBOX:-}" ]; then  # the sandbox is on: never carry on outside it
-        echo "odin: the bash tool's sandbox could not start" >&2
-        exit 126
-    fi
+fi
+# Not the guard (not started by the driver, the guard missing, or its exec failed). With the sandbox on,
+# the real shell runs only under the guard's bwrap: never carry on outside it.
+if [ -n "${ODIN_GUARD_SANDBOX:-}" ]; then
+    echo "odin: the bash tool's sandbox could not start" >&2
+    exit 126
 fi
 unset ODIN_GUARD_PYTHON ODIN_GUARD_SCRIPT ODIN_GUARD_DRIVER ODIN_GUARD_RECORDS ODIN_GUARD_SANDBOX

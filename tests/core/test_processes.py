@@ -281,3 +281,36 @@ def test_a_kernel_that_dies_takes_its_runs_gate_command_along(slowgate: Path, tm
         os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # as a crash or an impatient restart does
         kernel.kc.stop_channels()
     assert group_ends_within(pgid, 1.0) == []
+
+
+@pytest.mark.parametrize("guard_vars", [
+    {},  # no driver, no guard: the shell was not started by odin's driver
+    {"ODIN_GUARD_DRIVER": "1", "ODIN_GUARD_PYTHON": sys.executable, "ODIN_GUARD_SCRIPT": "/nonexistent/guard.py"},
+], ids=["no-driver", "driver-not-its-parent"])
+def test_a_sandboxed_bash_tool_shell_whose_guard_cannot_start_refuses_to_run(tmp_path: Path, guard_vars):
+    """The shell guard fails closed: with the sandbox on (ODIN_GUARD_SANDBOX), a shell that does not become
+    the guard (its parent is not the driver, the guard's variables are missing) runs nothing, unsandboxed."""
+    from odin_magic.core.processes import SHELL_GUARD_BASH
+
+    env = {"PATH": os.environ["PATH"], "BASH_ENV": str(SHELL_GUARD_BASH),
+           "ODIN_GUARD_SANDBOX": json.dumps(["/usr/bin/bwrap", "--", "/bin/bash"]), **guard_vars}
+    done = subprocess.run(["/bin/bash", "-c", f"touch '{tmp_path}/ran'; echo ran"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 126 and "ran" not in done.stdout and not (tmp_path / "ran").exists(), done
+    assert "sandbox could not start" in done.stderr
+    plain = subprocess.run(["/bin/bash", "-c", "echo ran"], env={**env, "ODIN_GUARD_SANDBOX": ""},
+                           capture_output=True, text=True, timeout=30)
+    assert plain.stdout == "ran\n"  # without the sandbox, a shell that cannot be guarded is a plain shell
+
+
+def test_a_command_run_with_the_bash_tools_environment_is_not_taken_for_its_shell(tmp_path: Path):
+    """post_edit commands run with the bash tool's environment: a bash they start is a plain shell, not the
+    bash tool's (it would try to become the shell guard, or refuse to run outside the sandbox)."""
+    from odin_magic.core.commands import run_command
+    from odin_magic.core.processes import shell_guard_env
+    from odin_magic.loop.schema import GateCommand
+
+    env = {**os.environ, **shell_guard_env(tmp_path, ["/usr/bin/bwrap", "--", "/bin/bash"])}
+    ev = run_command(GateCommand(cmd="bash -c 'env; echo plain'"), tmp_path, env)
+    assert ev.ok and ev.stdout_tail.endswith("plain\n"), ev
+    assert "ODIN_GUARD_" not in ev.stdout_tail and "shell_guard.bash" not in ev.stdout_tail

@@ -104,11 +104,26 @@ def test_no_network_unless_allowed(box):
         assert run(connect, network=True).stdout_tail == "in\n"
 
 
+#: Prints how many processes' command lines hold each marker (given reversed: the scan's own does not hold them).
+COUNT_IN_PROC = ("import pathlib, sys; seen = [p.read_bytes() for p in pathlib.Path('/proc').glob('[0-9]*/cmdline')]; "
+                 "print(*(sum(m[::-1].encode() in c for c in seen) for m in sys.argv[1:]))")
+
+
 def test_proc_shows_its_own_processes_only(box):
     _, _, run = box
-    ev = run("for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; echo pid=$$")
-    assert ev.ok and "no:cacheprovider" not in ev.stdout_tail  # the driver's (pytest's) command line
-    assert "pid=3" in ev.stdout_tail  # bwrap is 1 and 2, this shell 3: a PID namespace of its own
+    host_marker, own_marker = f"odin-host-{uuid.uuid4().hex}", f"odin-own-{uuid.uuid4().hex}"
+    host = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)", host_marker],
+                            stdout=subprocess.PIPE)  # a process of the host, its marker in its command line
+    try:
+        assert host.stdout.readline() == b"up\n" and host_marker in Path(f"/proc/{host.pid}/cmdline").read_text()
+        ev = run(f": {own_marker}; python -c \"{COUNT_IN_PROC}\" {own_marker[::-1]} {host_marker[::-1]}")
+    finally:
+        host.kill()
+        host.wait()
+        host.stdout.close()
+    own, seen_host = map(int, ev.stdout_tail.split())
+    assert ev.ok and own >= 1  # the scan sees the sandboxed shell itself
+    assert seen_host == 0  # and no process of the host: a PID namespace of its own
 
 
 def _running(marker: str) -> list[int]:
@@ -140,9 +155,10 @@ def _gone_within(marker: str, seconds: float) -> list[int]:
 def test_what_it_started_dies_with_it(box):
     project, _, run = box
     marker = f"odin-sandbox-child-{uuid.uuid4().hex}"
-    ev = run(f"python -c \"import pathlib, time; pathlib.Path('ready').touch(); time.sleep(300)\" {marker} & "
-             "while [ ! -e ready ]; do sleep 0.01; done; echo started")
-    assert ev.ok and ev.stdout_tail == "started\n" and (project / "ready").exists()
+    ev = run("mkfifo ready.fifo || exit 1; "  # the child says it runs through the FIFO: the shell waits on that event
+             f"python -c \"import time; open('ready.fifo', 'w').write('started'); time.sleep(300)\" {marker} & "
+             "read -r said < ready.fifo; echo \"$said\"")
+    assert ev.ok and ev.stdout_tail == "started\n" and (project / "ready.fifo").exists(), ev
     assert _gone_within(marker, 10) == []
 
 
@@ -212,3 +228,63 @@ def test_a_command_in_a_scratch_copy_under_tmp_still_reads_the_run_dir(box):
         ev = run_command(GateCommand(cmd='python "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env)
         assert ev.stdout_tail == "harness\n", ev
         assert not run_command(GateCommand(cmd='echo x > "$ODIN_RUN_DIR/harness/check.py"'), Path(scratch), env).ok
+
+
+def test_no_host_socket_is_reachable(box, monkeypatch):
+    """An agent's socket in a directory of the host's /tmp cannot be connected to; /run is a new, empty one."""
+    _, _, run = box
+    import tempfile
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-agent-") as agent_dir, socket.socket(socket.AF_UNIX) as agent:
+        path = os.path.join(agent_dir, "agent.1")
+        agent.bind(path)
+        agent.listen(4)
+        monkeypatch.setenv("SSH_AUTH_SOCK", path)
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")
+        connect = f"python -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}'); print('in')\""
+        for network in (False, True):
+            ev = run(connect, network=network)
+            assert not ev.ok and "in" not in ev.stdout_tail, ev
+        ev = run("env; echo run:; ls -A /run")
+        assert ev.ok and ev.stdout_tail.split("run:\n")[1] == "", ev
+        for name in ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"):
+            assert name not in ev.stdout_tail
+        assert run("cat /etc/resolv.conf > /dev/null", network=True).ok
+
+
+def test_dependencies_linked_from_another_tmp_venv_are_readable(box, monkeypatch):
+    """As CI's install test: a site-packages dir under /tmp whose packages are links into another dir under /tmp."""
+    _, _, run = box
+    import tempfile
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-site-") as site, \
+            tempfile.TemporaryDirectory(dir="/tmp", prefix="odin-other-") as other:
+        (Path(other) / "dep").mkdir()
+        (Path(other) / "dep" / "__init__.py").write_text("NAME = 'linked'\n")
+        (Path(site) / "dep").symlink_to(Path(other) / "dep")
+        monkeypatch.syspath_prepend(site)
+        ev = run(f"cat '{site}/dep/__init__.py'")
+        assert ev.ok and ev.stdout_tail == "NAME = 'linked'\n", ev
+
+
+@pytest.mark.parametrize("name", [".git", ".odin-loop"])
+def test_a_protected_dir_replaced_by_a_link_is_refused(box, name):
+    """A worker that moved .git (or .odin-loop) into the writable tree and left a link in its place gets no
+    command run: one clear error, and nothing written through the link."""
+    project, _, run = box
+    moved = project / "src" / "moved"
+    (project / name).rename(moved)
+    (project / name).symlink_to(moved)
+    ev = run(f"echo evil > '{project / name}/planted' && echo wrote")
+    assert not ev.ok and "wrote" not in ev.stdout_tail and not (moved / "planted").exists(), ev
+    assert f"{name} is a symbolic link" in ev.stderr_tail, ev
+
+
+def test_wrap_never_passes_a_secret_of_a_dirty_environment(box, monkeypatch):
+    """wrap's own guarantee, for a caller that did not build its environment with command_env."""
+    project, _, _ = box
+    monkeypatch.setenv("DB_PASSWORD", DB_SECRET)
+    monkeypatch.setenv("ODIN_SECRET_VARS", "DB_PASSWORD")
+    dirty = {**os.environ, "ANTHROPIC_API_KEY": KEY, "COPY_OF_THE_KEY": KEY, "SSH_AUTH_SOCK": "/tmp/agent",
+             **sandbox.stage_policy("bwrap", [], False).env_vars()}
+    env = sandbox.wrap(["true"], project / "src", dirty).env
+    assert not {"ANTHROPIC_API_KEY", "COPY_OF_THE_KEY", "DB_PASSWORD", "SSH_AUTH_SOCK"} & set(env)
+    assert env["PATH"] == os.environ["PATH"]
