@@ -287,12 +287,18 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     for path in map(Path, writable):
         if path.exists() and not path.is_symlink():  # bwrap refuses a missing source
             args += ["--bind", str(path), str(path)]
+    for secret in HIDDEN:  # readable in the project, but never by a command: empty in the sandbox
+        if (root / secret).is_file() and not (root / secret).is_symlink():
+            args += ["--ro-bind", "/dev/null", str(root / secret)]
     args += ["--unshare-pid", "--die-with-parent", "--new-session"]
     if not network:
         args.append("--unshare-net")
     args += ["--chdir", str(chdir or root)]
     return args
 
+
+#: Files of the project no command may read (the key that seals project memory: learning/memory_seal.py)
+HIDDEN = (".odin-loop/memory.key",)
 
 #: The host's sockets these name (an ssh agent, the session bus, ``/run/user/$UID``) are not in the sandbox.
 HOST_SOCKET_VARS = ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")

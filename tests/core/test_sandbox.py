@@ -288,3 +288,15 @@ def test_wrap_never_passes_a_secret_of_a_dirty_environment(box, monkeypatch):
     env = sandbox.wrap(["true"], project / "src", dirty).env
     assert not {"ANTHROPIC_API_KEY", "COPY_OF_THE_KEY", "DB_PASSWORD", "SSH_AUTH_SOCK"} & set(env)
     assert env["PATH"] == os.environ["PATH"]
+
+
+def test_the_memory_key_cannot_be_read_by_a_sandboxed_command(box):
+    """The key that seals project memory (learning/memory_seal.py) is no command's to read: a worker that had it
+    could seal entries of its own. (A device is bound over it: reading it is refused.)"""
+    project, _, run = box
+    key = project / ".odin-loop" / "memory.key"
+    key.write_text("ab" * 32 + "\n")
+    ev = run(f"cat '{key}'; cp '{key}' src/copy")
+    copy = project / "src" / "copy"
+    assert "abab" not in ev.stdout_tail + ev.stderr_tail and not (copy.exists() and copy.read_text().strip())
+    assert key.read_text() == "ab" * 32 + "\n"  # the driver still reads it
