@@ -109,8 +109,9 @@ def run_gate(gate: StageGate) -> tuple[gates.GateOutcome, completion.CompletionR
     return parts.outcome(), (gate.done[0] if gate.done else None)
 
 
-def check_scope(gate: StageGate, parts: gates.GateParts) -> bool:
-    """What the stage changed, its risky files; changes outside its scope are reverted and fail the gate."""
+def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ...] = ()) -> bool:
+    """What the stage changed, its risky files; changes outside its scope are reverted (but those already
+    ``restored``) and fail the gate."""
     ckpt, engine = gate.ckpt, gate.engine
     if ckpt is None:
         return True
@@ -122,8 +123,9 @@ def check_scope(gate: StageGate, parts: gates.GateParts) -> bool:
     bad = scope.violations(rule, ckpt.changes)
     if not bad:
         return True
-    engine.checkpoints.restore(ckpt.before, paths=[c.path for c in bad])
-    parts.reverted = [c.path for c in bad]
+    parts.reverted = [c.path for c in bad if c.path not in restored]
+    if parts.reverted:
+        engine.checkpoints.restore(ckpt.before, paths=parts.reverted)
     return parts.fail(scope.violation_reason(rule, bad))
 
 
@@ -134,7 +136,7 @@ def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:
     if broken is None:
         return True
     reason, restored = broken
-    scoped = check_scope(gate, parts)
+    scoped = check_scope(gate, parts, tuple(restored))
     parts.reverted = [*restored, *parts.reverted]
     return parts.fail(reason if scoped else f"{reason}; {parts.reason}")
 
