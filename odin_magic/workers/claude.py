@@ -62,7 +62,7 @@ from odin_magic.workers.conversation import RunThread, estimate_tokens
 from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
-    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context, shortened_consumes,
+    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context,
     stage_brief, system_blocks,
 )
 from odin_magic.workers.thinking import thinking_request
@@ -296,8 +296,8 @@ class ClaudeWorker:
         inline one continues the run's thread (returned, to be saved), trimmed to its token budget."""
         persona = load_persona(job.agent.role, job.project_dir)
         fresh = job.agent.fresh
-        brief = stage_brief(job, policy, persona, fresh=fresh)
-        cut = shortened_consumes(job)
+        cut: list[str] = []
+        brief = stage_brief(job, policy, persona, fresh=fresh, shortened=cut)
         if cut:
             emit("info", f"shortened in the brief (its start shown, marked; the worker can read the rest): "
                          f"{', '.join(cut)}")
