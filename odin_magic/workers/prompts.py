@@ -34,9 +34,6 @@ result showed it.
 - The stage's goal, instructions and produces are authoritative; your role persona only \
 shapes how you work.
 - Never weaken a test or a harness to make it pass; fix the work instead.
-- If you can run commands, run every gate command your brief lists (your stage's, and the \
-command of the later stage that tests your work) yourself before you stop, and stop only when \
-each exits 0.
 - A tool call that your role may not make is refused with an error: do not retry it, \
 work within what is allowed.
 - When the stage's work is done, stop calling tools and end with a short summary: what \
