@@ -12,6 +12,7 @@ run over budget ends the stage without a gate record (:class:`OverBudget`).
 
 from __future__ import annotations
 
+import functools
 import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -66,14 +67,18 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
     st, job = s.state, execution.job
     stage, produces, sink = job.stage, execution.places[0], execution.sink
 
-    def judge_job(commands) -> JudgeJob:
+    @functools.cache
+    def inputs() -> str:  # assembled once per gate, when a judge first needs them
+        return judge_context.assemble(judge_context.Sources(
+            stage, engine.project_dir, s.handle.run_dir, {k: v.path for k, v in execution.places[1].items()},
+            judge_context.execution_diff(engine.checkpoints, execution.ckpt), tuple(job.produces.values())))
+
+    def judge_job(commands, with_inputs: bool = True) -> JudgeJob:
         return JudgeJob(
             loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=engine.project_dir,
             run_dir=s.handle.run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
             concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
-            memory=job.memory, inputs=judge_context.assemble(judge_context.Sources(
-                stage, engine.project_dir, s.handle.run_dir, {k: v.path for k, v in execution.places[1].items()},
-                judge_context.execution_diff(engine.checkpoints, execution.ckpt), tuple(job.produces.values()))),
+            memory=job.memory, inputs=inputs() if with_inputs else None,
         )
 
     def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:
@@ -104,8 +109,9 @@ def run_gate(gate: StageGate) -> tuple[gates.GateOutcome, completion.CompletionR
     return parts.outcome(), (gate.done[0] if gate.done else None)
 
 
-def check_scope(gate: StageGate, parts: gates.GateParts) -> bool:
-    """What the stage changed, its risky files; changes outside its scope are reverted and fail the gate."""
+def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ...] = ()) -> bool:
+    """What the stage changed, its risky files; changes outside its scope are reverted (but those already
+    ``restored``) and fail the gate."""
     ckpt, engine = gate.ckpt, gate.engine
     if ckpt is None:
         return True
@@ -117,8 +123,9 @@ def check_scope(gate: StageGate, parts: gates.GateParts) -> bool:
     bad = scope.violations(rule, ckpt.changes)
     if not bad:
         return True
-    engine.checkpoints.restore(ckpt.before, paths=[c.path for c in bad])
-    parts.reverted = [c.path for c in bad]
+    parts.reverted = [c.path for c in bad if c.path not in restored]
+    if parts.reverted:
+        engine.checkpoints.restore(ckpt.before, paths=parts.reverted)
     return parts.fail(scope.violation_reason(rule, bad))
 
 
@@ -129,7 +136,7 @@ def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:
     if broken is None:
         return True
     reason, restored = broken
-    scoped = check_scope(gate, parts)
+    scoped = check_scope(gate, parts, tuple(restored))
     parts.reverted = [*restored, *parts.reverted]
     return parts.fail(reason if scoped else f"{reason}; {parts.reason}")
 
@@ -212,7 +219,7 @@ def check_done(gate: StageGate, outcome_changed: bool) -> completion.CompletionR
     code_artifacts = placements(code.produces, engine.project_dir, s.handle.run_dir, code.id) if code else {}
 
     def criterion_job(synthetic: Stage) -> JudgeJob:
-        job = gate.judge_job([])
+        job = gate.judge_job([], with_inputs=False)  # a criterion is judged on its own, not the stage's inputs
         return replace(job, stage=synthetic, artifacts={**job.artifacts, **{k: v.path for k, v in code_artifacts.items()}})
 
     def run(command):

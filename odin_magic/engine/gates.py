@@ -105,7 +105,7 @@ class GateContext:
 
     stage: Stage
     produces: dict[str, Placement]
-    judge_job: Callable[[list[CommandEvidence]], JudgeJob]
+    judge_job: Callable[..., JudgeJob]  # (commands, with_inputs=True): the judge's job, with the stage's inputs
     judge: Worker
     sink: EventSink
     env: Mapping[str, str]

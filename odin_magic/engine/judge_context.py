@@ -18,6 +18,7 @@ from odin_magic.core.confine import is_confined
 from odin_magic.core.secrets import redact
 from odin_magic.loop.schema import Stage
 from odin_magic.runs.checkpoints import CheckpointError, Checkpoints, StageCheckpoint
+from odin_magic.runs.diffs import file_diffs
 from odin_magic.workers.prompts import read_artifact
 from odin_magic.workers.tool_log import read_tool_log
 
@@ -57,7 +58,7 @@ def execution_diff(checkpoints: Checkpoints, ckpt: StageCheckpoint | None) -> st
     if not ckpt.changes:
         return ""
     try:
-        return checkpoints.diff(ckpt.before, ckpt.after)
+        return "".join(f.text for f in file_diffs(checkpoints, ckpt.before, ckpt.after))
     except CheckpointError as exc:  # the judge decides without it, and is told why
         return f"(not available: {exc})"
 

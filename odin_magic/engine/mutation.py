@@ -390,9 +390,14 @@ class _RecentKillers:
             return list(self._ids)
 
 
-#: a pytest run of named tests that failed (1) or could not collect the mutated code (2) caught the mutant; any
-#: other outcome (4: a node id that does not resolve here, 5: none selected) says nothing and the gate runs on
-CAUGHT_BY_NAMED = (1, 2)
+def _caught_by_named(ev: CommandEvidence, node_ids: list[str]) -> bool:
+    """Whether a pytest run of the named tests caught the mutant: it failed (1) naming one of them. Any other
+    outcome (2: interrupted, 4: a node id that does not resolve here, 5: none selected, a failure elsewhere in
+    the command) says nothing and the gate runs on."""
+    if ev.exit_code != 1:
+        return False
+    failed = {t.name for t in test_output.parse(ev.stdout_tail + "\n" + ev.stderr_tail).tests}
+    return any(n in failed for n in node_ids)
 
 
 @dataclass(frozen=True)
@@ -444,9 +449,10 @@ class _ScratchGate:
     def killer(self, where: Path) -> tuple[str | None, bool]:
         """The first command that fails on the mutant in ``where`` (the tests that killed the latest mutants
         first, then the focused commands, then the gate's own), and whether it hung."""
-        for command in self._killers_first():
+        ids = self.recent.ids()
+        for command in self._killers_first(ids):
             ev = self._run(command, where, self.timeout)
-            if ev.timed_out or ev.exit_code in CAUGHT_BY_NAMED:
+            if ev.timed_out or _caught_by_named(ev, ids):
                 return command.cmd, ev.timed_out
         for command in self.focused:
             ev = self._run(command, where, self.timeout)
@@ -460,8 +466,7 @@ class _ScratchGate:
                 return command.cmd, ev.timed_out
         return None, False
 
-    def _killers_first(self) -> list[GateCommand]:
-        ids = self.recent.ids()
+    def _killers_first(self, ids: list[str]) -> list[GateCommand]:
         out = []
         for command in self.commands[:1]:  # the first gate command: where the tests are
             cmd = plan.killers_first(command.cmd, ids)

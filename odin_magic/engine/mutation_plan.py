@@ -143,14 +143,53 @@ def focused(cmd: str, names: list[str]) -> str | None:
     return None
 
 
+#: pytest options followed by their value as a word of its own (``-o pythonpath=src``)
+_VALUED = {"-k", "-m", "-p", "-o", "-c", "-W", "-r", "-n", "--rootdir", "--confcutdir", "--basetemp", "--import-mode",
+           "--deselect", "--ignore", "--ignore-glob", "--tb", "--maxfail", "--durations", "--override-ini",
+           "--config-file", "--pythonwarnings", "--capture", "--cov", "--cov-report", "--log-level", "--junitxml",
+           "--numprocesses", "--dist", "--timeout", "--color"}
+
+
+def _shell_end(text: str) -> int:
+    """Where the first shell operator (``&&``, ``;``, ``|``, ``)``...) outside quotes starts in ``text``."""
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in ";&|)\n":
+            return i
+    return len(text)
+
+
+def _options(words: list[str]) -> list[str]:
+    """``words`` (a pytest command's arguments) without the paths: the options and their values."""
+    out, value_next = [], False
+    for word in words:
+        if value_next or word.startswith("-"):
+            out.append(word)
+            value_next = not value_next and word in _VALUED
+    return out
+
+
 def killers_first(cmd: str, node_ids: list[str]) -> str | None:
     """A pytest ``cmd`` narrowed to the tests that killed earlier mutants (``node_ids``, as pytest named them),
-    fail-fast: the test that caught one mutant usually catches its neighbours, and runs alone in a moment. None
-    when ``cmd`` is not a pytest command or there are none."""
+    fail-fast: the test that caught one mutant usually catches its neighbours, and runs alone in a moment. The
+    command keeps its options (an import path, an import mode) and what follows it in the shell; its paths give
+    way to the node ids. None when ``cmd`` is not a pytest command or there are none."""
     match = _PYTEST.search(cmd)
     if not node_ids or match is None or cmd.count("pytest") != 1:
         return None
-    return f"{cmd[:match.end()]} -x -q -p no:cacheprovider " + " ".join(shlex.quote(n) for n in node_ids)
+    rest = cmd[match.end():]
+    end = _shell_end(rest)
+    try:
+        options = _options(shlex.split(rest[:end]))
+    except ValueError:
+        return None
+    words = [*options, "-x", "-q", "-p", "no:cacheprovider", *node_ids]
+    tail = rest[end:]
+    return cmd[:match.end()] + " " + " ".join(shlex.quote(w) for w in words) + (" " + tail if tail else "")
 
 
 def with_cmd(command, cmd: str):

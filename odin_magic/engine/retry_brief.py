@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from odin_magic.core.commands import CommandEvidence
 from odin_magic.core.secrets import redact_text
 from odin_magic.runs import evidence as evidence_log
 from odin_magic.runs.state import HistoryEntry
+from odin_magic.workers.prompts import command_status
 
 #: Of one failed command's output quoted in a retry brief.
 EXCERPT_CHARS = 3_000
@@ -59,11 +61,16 @@ def relevant_output(text: str, limit: int = EXCERPT_CHARS) -> str:
     return excerpt[:head] + "\n… (cut) …\n" + excerpt[-(limit - head):]
 
 
-def _command_part(cmd: dict[str, Any]) -> str:
-    status = ("timed out" if cmd.get("timed_out") else
-              "could not start" if cmd.get("exit_code") is None else f"exit {cmd.get('exit_code')}")
-    output = "\n".join(t for t in (cmd.get("stdout_tail") or "", cmd.get("stderr_tail") or "") if t.strip())
-    part = f"Command: {cmd.get('cmd')}   [{status}]"
+def _recorded(cmd: dict[str, Any]) -> CommandEvidence:
+    """A command's evidence as the gate's evidence record holds it."""
+    return CommandEvidence(cmd=str(cmd.get("cmd")), exit_code=cmd.get("exit_code"), timed_out=bool(cmd.get("timed_out")),
+                           duration_s=cmd.get("duration_s") or 0.0, stdout_tail=cmd.get("stdout_tail") or "",
+                           stderr_tail=cmd.get("stderr_tail") or "")
+
+
+def _command_part(cmd: CommandEvidence) -> str:
+    output = "\n".join(t for t in (cmd.stdout_tail, cmd.stderr_tail) if t.strip())
+    part = f"Command: {cmd.cmd}   [{command_status(cmd)}]"
     if output.strip():
         part += "\nIts output (the relevant part):\n" + relevant_output(output)
     return part
@@ -73,7 +80,7 @@ def failure_brief(failed_stage: str, reason: str | None, evidence: dict[str, Any
     """The retry brief's account of a failed gate (see the module docstring)."""
     lines = [f"The gate of stage {failed_stage} failed: {reason or 'no reason recorded'}"]
     evidence = evidence or {}
-    failed = [c for c in evidence.get("commands") or [] if c.get("exit_code") != 0 or c.get("timed_out")]
+    failed = [c for c in map(_recorded, evidence.get("commands") or []) if not c.ok]
     for cmd in failed[:MOST]:
         lines += ["", _command_part(cmd)]
     if len(failed) > MOST:

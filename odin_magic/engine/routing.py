@@ -57,6 +57,8 @@ _SHELL = r"^(?:\S*/)?(?:ba|da|z|k)?sh(?:: line \d+|: \d+)?: "
 _NOT_FOUND = re.compile(_SHELL + r"(\S+): (?:command )?not found\s*$", re.MULTILINE)
 #: make running a recipe's program itself (no shell): ``make: tox: No such file or directory``
 _MAKE_NOT_FOUND = re.compile(r"^make(?:\[\d+\])?: (\S+): No such file or directory\s*$", re.MULTILINE)
+#: make's line for a recipe whose shell exited 127 (the shell's "not found" line comes before it)
+_MAKE_127 = re.compile(r"^make(?:\[\d+\])?: \*\*\* .*Error 127\s*$", re.MULTILINE)
 _NO_FILE = re.compile(r"^\S*python[\d.]*: can't open file '([^']+)'", re.MULTILINE)
 
 
@@ -75,8 +77,10 @@ def environment_problem(ev: CommandEvidence) -> tuple[str, str] | None:
         name = module.group(1) or module.group(2)
         return (f"gate command {cmd}: module {name} is not installed",
                 f"install {name} in the environment the gate runs in, or fix the command in the loop")
-    # the shell says "not found" with exit 127 and "permission denied" with 126; make says its own line
-    missing = (_NOT_FOUND.search(out) if ev.exit_code == 127 else None) or _MAKE_NOT_FOUND.search(out)
+    # the shell says "not found" with exit 127 (under make: make's `Error 127`) and "permission denied" with
+    # 126; make running a program itself says its own line
+    shell_said = ev.exit_code == 127 or _MAKE_127.search(out)
+    missing = (_NOT_FOUND.search(out) if shell_said else None) or _MAKE_NOT_FOUND.search(out)
     if ev.exit_code == 127 or missing:
         program = missing.group(1) if missing else cmd.split()[0].strip("`")
         return (f"gate command {cmd}: program {program} was not found (exit {ev.exit_code})",

@@ -140,14 +140,16 @@ def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None =
         return _net_diff(checkpoints, state, selector)
     number, entry = select_execution(state, selector)
     before, after = entry.checkpoint, entry.after or entry.checkpoint
-    files = _files(checkpoints, before, after)
+    files = file_diffs(checkpoints, before, after)
     by_stage = selector is not None and selector != "" and not selector.isdigit()
     numbers = [n for n, e in enumerate(state.history, start=1) if e.checkpoint and e.stage == entry.stage]
     return StageDiff(state.run_id, number, entry.stage, before, after, files,
                      selected="latest" if by_stage else "", numbers=numbers)
 
 
-def _files(checkpoints: Checkpoints, before: str, after: str) -> list[FileDiff]:
+def file_diffs(checkpoints: Checkpoints, before: str, after: str) -> list[FileDiff]:
+    """Each file changed from checkpoint ``before`` to ``after``, with its part of the unified diff (a
+    :class:`CheckpointError` when either is missing from the store)."""
     checkpoints.require(before)
     checkpoints.require(after)
     changes = checkpoints.changes(before, after)
@@ -164,5 +166,5 @@ def _net_diff(checkpoints: Checkpoints, state: RunState, stage: str | None) -> S
     executions = [(n, e) for n, e in enumerate(state.history, start=1) if e.checkpoint and e.stage == stage]
     first, last = executions[0][1], executions[-1][1]
     before, after = first.checkpoint, last.after or last.checkpoint
-    return StageDiff(state.run_id, executions[-1][0], stage, before, after, _files(checkpoints, before, after),
+    return StageDiff(state.run_id, executions[-1][0], stage, before, after, file_diffs(checkpoints, before, after),
                      selected="net", numbers=[n for n, _ in executions])

@@ -62,7 +62,7 @@ from odin_magic.workers.conversation import RunThread, estimate_tokens
 from odin_magic.workers.tool_log import ToolLog
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.workers.prompts import (
-    JUDGE_RULES, MIN_CACHEABLE_CHARS, WORKER_RULES, command_status, judge_brief, loop_context, shortened_consumes,
+    JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context,
     stage_brief, system_blocks,
 )
 from odin_magic.workers.thinking import thinking_request
@@ -239,10 +239,7 @@ class ClaudeWorker:
             events(WorkerEvent(kind=kind, stage=stage_id, text=text))  # type: ignore[arg-type]
 
         policy = policy_for(job.agent)
-        system, messages, thread = self._opening(job, policy, emit)
         prior = job.spent  # the loop's budget also bounds a stage while it runs
-        start = len(messages) - 1  # the new stage's user message
-        history = list(messages)
         text_out = _Lines(lambda line: emit("text", line))
 
         async with AsyncExitStack() as stack:
@@ -263,6 +260,10 @@ class ClaudeWorker:
                                   check_edit=edit_checker(job.loop.post_edit, Path(job.project_dir), env))
             stack.callback(reap_orphans, Path(job.run_dir), "bash")  # after the shell: what it left running
             stack.push_async_callback(toolbox.aclose)  # ends the bash shell: the tool runner does not
+            tools = sum(len(json.dumps(tool.to_dict())) for tool in toolbox.tools)  # the prefix before the system
+            system, messages, thread = self._opening(job, policy, emit, tools)
+            start = len(messages) - 1  # the new stage's user message
+            history = list(messages)
             turns = _Turns(history=history, prior=prior, text_out=text_out, emit=emit)
             try:
                 await self._converse(client, job, system, toolbox, turns)
@@ -290,20 +291,18 @@ class ClaudeWorker:
         return StageResult(summary=summary, usage=usage, edit_checks=[c.to_dict() for c in toolbox.edit_checks],
                            report=final_text(last) if last is not None else "")
 
-    def _opening(self, job: StageJob, policy: Any, emit: Callable[[str, str], None]
+    def _opening(self, job: StageJob, policy: Any, emit: Callable[[str, str], None], tools: int
                  ) -> tuple[Any, list[dict[str, Any]], RunThread | None]:
         """The stage's system prompt and first messages: a fresh context holds the persona and the brief; an
-        inline one continues the run's thread (returned, to be saved), trimmed to its token budget."""
+        inline one continues the run's thread (returned, to be saved), trimmed to its token budget. ``tools``:
+        the characters of the tool definitions that come before the system prompt (for its cache mark)."""
         persona = load_persona(job.agent.role, job.project_dir)
         fresh = job.agent.fresh
-        brief = stage_brief(job, policy, persona, fresh=fresh)
-        cut = shortened_consumes(job)
+        cut: list[str] = []
+        brief = stage_brief(job, policy, persona, fresh=fresh, shortened=cut)
         if cut:
             emit("info", f"shortened in the brief (its start shown, marked; the worker can read the rest): "
                          f"{', '.join(cut)}")
-        # a worker's prefix starts with its tool definitions (2.9k characters for the smallest role's, 6k for an
-        # executor's): with the rules, always past the cacheable minimum
-        tools = MIN_CACHEABLE_CHARS
         if fresh:
             return system_blocks(WORKER_RULES, persona, before_chars=tools), [{"role": "user", "content": brief}], None
         system = system_blocks(WORKER_RULES, loop_context(job.loop), before_chars=tools)

@@ -34,9 +34,6 @@ result showed it.
 - The stage's goal, instructions and produces are authoritative; your role persona only \
 shapes how you work.
 - Never weaken a test or a harness to make it pass; fix the work instead.
-- If you can run commands, run every gate command your brief lists (your stage's, and the \
-command of the later stage that tests your work) yourself before you stop, and stop only when \
-each exits 0.
 - A tool call that your role may not make is refused with an error: do not retry it, \
 work within what is allowed.
 - When the stage's work is done, stop calling tools and end with a short summary: what \
@@ -72,11 +69,13 @@ def _rel(path: Path, project_dir: Path) -> str:
         return str(path)
 
 
-def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path] = ()) -> str:
+def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path] = (),
+                  truncated: list[Path] | None = None) -> str:
     """An artifact's text for a prompt: a file's content, or a directory's files (each capped).
 
     With ``roots`` (the project and the run dir), a file or directory whose real path leaves
     them through a symbolic link is not read: the prompt says so, and names the link instead.
+    The files shown only in part are added to ``truncated`` (when given).
     """
     path = Path(path)
     if roots and not is_confined(path, roots):
@@ -89,7 +88,7 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
             if budget <= 0:
                 parts.append("… (more files not shown)")
                 break
-            body = read_artifact(child, min(budget, limit // 2), roots)
+            body = read_artifact(child, min(budget, limit // 2), roots, truncated)
             label = " (known-bad stub: do not copy)" if stub is not None and child.is_relative_to(stub) else ""
             parts.append(f"--- {child.relative_to(path)}{label} ---\n{body}")
             budget -= len(body)
@@ -103,24 +102,10 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
     except OSError as exc:
         return f"(unreadable: {exc.strerror or exc})"
     if len(text) > limit:
+        if truncated is not None:
+            truncated.append(path)
         return text[:limit] + f"\n… (truncated; {len(text)} chars in total, read the rest with the read tool)"
     return text
-
-
-def shortened_consumes(job: StageJob) -> list[str]:
-    """The consumed files a brief shows only the start of (each longer than :data:`ARTIFACT_CHARS`), so that the
-    live view can say so: a prompt is never cut silently."""
-    out = []
-    for entry, path in job.consumes.items():
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        limit = ARTIFACT_CHARS // 2 if path.is_dir() else ARTIFACT_CHARS
-        for f in files:
-            try:
-                if f.stat().st_size > limit and len(f.read_text(encoding="utf-8")) > limit:
-                    out.append(entry if f == path else f"{entry}{f.relative_to(path).as_posix()}")
-            except (OSError, UnicodeDecodeError):
-                continue
-    return out
 
 
 def _roots(job: StageJob | JudgeJob) -> tuple[Path, Path]:
@@ -196,8 +181,10 @@ def testing_commands(loop: Loop, stage: Stage) -> list[tuple[str, str]]:
     return [(s.id, c.cmd) for s in later if s.gate.on_fail == stage.id for c in s.gate.commands]
 
 
-def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool) -> list[dict[str, Any]]:
-    """The user-message content that starts a stage."""
+def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh: bool,
+                shortened: list[str] | None = None) -> list[dict[str, Any]]:
+    """The user-message content that starts a stage; the consumed files it shows only the start of are added
+    to ``shortened`` (when given), so that the live view can say so: a prompt is never cut silently."""
     stage: Stage = job.stage
     lines = [f"# Stage {stage.id}: {stage.display_title}"]
     if persona and not fresh:  # a fresh stage has its persona in the system prompt
@@ -226,7 +213,11 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
     if job.consumes:
         parts = ["Inputs (consumes), read fresh from disk:"]
         for entry, path in job.consumes.items():
-            parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{read_artifact(path, roots=_roots(job))}")
+            cut: list[Path] = []
+            text = read_artifact(path, roots=_roots(job), truncated=cut)
+            parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{text}")
+            if shortened is not None:
+                shortened += [entry if f == path else f"{entry}{f.relative_to(path).as_posix()}" for f in cut]
         content.append({"type": "text", "text": "\n".join(parts)})
     return content
 

@@ -2,7 +2,8 @@
 what it returned, for the stage's gate judge (:mod:`odin_magic.engine.judge_context`).
 
 One JSON line per call in ``<run dir>/tool-log/<stage>.jsonl``, started afresh by each execution of the
-stage (a judge decides the latest one). Every text is redacted before it is written.
+stage (a judge decides the latest one). Every text is redacted before it is written (the call's line by
+the toolbox, which hands it over).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from odin_magic.core.atomic import open_append, open_dir
+from odin_magic.core.confine import LinkInPath
 from odin_magic.core.secrets import redact
 
 LOG_DIR = "tool-log"
@@ -37,34 +40,48 @@ class ToolLog:
     """The log file of one stage execution; :meth:`start` empties it."""
 
     path: Path
+    run_dir: Path  # none of the directories from it down to the log is followed through a link
 
     @classmethod
     def start(cls, run_dir: Path, stage_id: str) -> "ToolLog":
         path = log_path(run_dir, stage_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)  # a fresh file, not what a link there points to
-        return cls(path)
+        try:
+            Path(run_dir).mkdir(parents=True, exist_ok=True)
+            fd = open_dir(path.parent, run_dir, create=True)
+        except (OSError, LinkInPath):
+            return cls(path, Path(run_dir))  # its records are refused the same way
+        try:
+            os.unlink(path.name, dir_fd=fd)  # a fresh file, not what a link there points to
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+        return cls(path, Path(run_dir))
 
     def record(self, call: str, status: str, output: str) -> None:
-        """One call: its line (``bash: pytest -q``), how it ended (``exit 0``, ``error``, ``refused``) and
-        the first lines of its result."""
-        entry = {"call": redact(call), "status": status, "output": redact(first_lines(output))}
-        try:  # never through a link a worker put in its place
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        except OSError:
+        """One call: its line (``bash: pytest -q``, already redacted), how it ended (``exit 0``, ``error``,
+        ``refused``) and the first lines of its result."""
+        entry = {"call": call, "status": status, "output": redact(first_lines(output))}
+        try:  # never through a link a worker put in its place, nor one in the folders above it
+            out = open_append(self.path, self.run_dir)
+        except (OSError, LinkInPath):
             return
-        with os.fdopen(fd, "a", encoding="utf-8") as out:
+        with out:
             out.write(json.dumps(entry) + "\n")
 
 
 def read_tool_log(run_dir: Path, stage_id: str) -> list[dict]:
     """The calls of the stage's latest execution (none when it made none, or ran no model worker)."""
     path = log_path(run_dir, stage_id)
-    if path.is_symlink():  # not written by the worker: ToolLog never follows one
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+    try:  # not written by the worker: ToolLog never follows a link
+        fd = open_dir(path.parent, run_dir)
+        try:
+            fd_file = os.open(path.name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
+        finally:
+            os.close(fd)
+        with os.fdopen(fd_file, encoding="utf-8") as file:
+            lines = file.read().splitlines()
+    except (OSError, LinkInPath):
         return []
     out = []
     for line in lines:

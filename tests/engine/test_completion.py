@@ -118,6 +118,10 @@ def test_a_failing_p0_criterion_sends_the_run_back_to_work_then_done(project: Pa
     # the judge of AC3 was asked as its own check, never in the worker's conversation
     judged = fake.bodies(purpose="judge", stage="acceptance-AC3")
     assert len(judged) == 2 and all(len(r.body["messages"]) == 1 for r in judged)
+    # ... on its own criterion: without the stage's inputs, diff and tool log, which its stage's judge is shown
+    stage_judged = fake.bodies(purpose="judge", stage="build")
+    assert stage_judged and all("unified diff of its checkpoints" in str(r.body["messages"]) for r in stage_judged)
+    assert not any("unified diff of its checkpoints" in str(r.body["messages"]) for r in judged)
     assert fake.pending == 0
     # odin status shows each criterion with its mark and evidence
     assert main(["status", "--project", str(project)]) == 0

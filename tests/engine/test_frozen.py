@@ -229,3 +229,14 @@ def test_with_the_sandbox_a_later_stage_cannot_even_write_the_run_dir_harness(pr
     state = engine.start("frozen", "t")
     assert (engine.run_dir(state.run_id) / "harness" / "test_x.py").read_bytes() == first_harness()
     assert [(e.stage, e.result) for e in state.history][:2] == [("harness", "pass"), ("implement", "pass")]
+
+
+def test_a_frozen_file_out_of_the_stages_scope_is_restored_once_and_listed_once(project, write_loop):
+    write_loop(loop("[tests/test_x.py]").replace("        produces: [src/]\n", "        produces: [src/]\n        scope: [src/]\n"))
+    engine, _ = scripted_engine(project, script("tests/test_x.py", 'echo "def test_y(): pass" >> tests/test_x.py'))
+    state = engine.start("frozen", "t")
+    run_dir = engine.run_dir(state.run_id)
+    assert (project / "tests" / "test_x.py").read_bytes() == first_harness()
+    failed = state.history[1]
+    assert failed.result == "fail" and failed.reason.startswith("implement changed tests/test_x.py, frozen since harness")
+    assert gate_evidence.read(run_dir, failed.evidence)["reverted"] == ["tests/test_x.py"]

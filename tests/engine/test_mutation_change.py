@@ -8,7 +8,7 @@ from pathlib import Path
 
 from odin_magic.engine.gates import command_env, run_command
 from odin_magic.engine.mutation import MutationSettings, run_mutants
-from odin_magic.engine.mutation_plan import fail_fast, focused
+from odin_magic.engine.mutation_plan import fail_fast, focused, killers_first
 from odin_magic.loop.schema import GateCommand
 from odin_magic.render.run_report import _mutations
 from odin_magic.runs.checkpoints import Checkpoints
@@ -206,3 +206,26 @@ def test_the_test_that_killed_a_mutant_runs_first_on_the_next(tmp_path: Path):
     assert killed[0].killed_by == report.focused[0]  # nothing killed yet: the focused run caught it
     later = [r.killed_by for r in killed[1:]]
     assert later and all("-x -q -p no:cacheprovider tests/test_lib.py::test_padded" in k for k in later), later
+
+
+def test_the_killers_first_keep_the_commands_options_and_a_mutant_the_tests_miss_survives(tmp_path: Path):
+    """The narrowed run of earlier killers keeps the command's options (here the import path the tests need):
+    without them it cannot collect, and a failure to collect is no kill."""
+    tests = PYTEST_TESTS.replace('sys.path.insert(0, os.path.join(os.environ["ODIN_PROJECT_DIR"], "src"))\n', "")
+    tests = tests.replace("from lib import padded\n", "").replace("():\n", "():\n    from lib import padded\n")
+    project, lines, env = changed_project(tmp_path, tests)  # the tests import from src, found by the option
+    command = GateCommand(cmd=f'"{sys.executable}" -m pytest -q -p no:cacheprovider -o pythonpath=src tests', timeout=120)
+    report = run_mutants(project, lines, [command], env, run_command, settings=MutationSettings(max_mutants=4, jobs=1))
+    line = lines["src/lib.py"][0][0]
+    assert report.killed == 3 and [r.description for r in report.survivors] == [f"`0` → `1` (src/lib.py:{line})"]
+    assert any("-o pythonpath=src" in r.killed_by and "::test_padded" in r.killed_by for r in report.results if r.killed)
+
+
+def test_the_killers_first_command():
+    ids = ["tests/test_a.py::test_one"]
+    assert killers_first("python -m pytest -o pythonpath=src tests --import-mode=importlib && ruff check .", ids) == (
+        "python -m pytest -o pythonpath=src --import-mode=importlib -x -q -p no:cacheprovider "
+        "tests/test_a.py::test_one && ruff check .")
+    assert killers_first("pytest -k 'a or b' tests/unit -p xdist", ids) == (
+        "pytest -k 'a or b' -p xdist -x -q -p no:cacheprovider tests/test_a.py::test_one")
+    assert killers_first("make test", ids) is None and killers_first("pytest tests", []) is None

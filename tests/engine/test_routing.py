@@ -78,9 +78,11 @@ def test_a_missing_module_blocks_the_run_after_one_evaluation_without_a_loopback
     ("python -m no_such_module", "module no_such_module is not installed"),
     ("python no_such_script.py", "no_such_script.py does not exist"),
     ("./gate.sh", "permission denied"),
+    ("make test", "program no_such_program_xyz was not found"),  # the shell's line, then make's `Error 127`
 ])
 def test_commands_that_cannot_run_are_environment_failures(project, command, words):
     (project / "gate.sh").write_text("#!/bin/sh\nexit 0\n")  # not executable
+    (project / "Makefile").write_text("test:\n\tno_such_program_xyz --check && echo checked\n")
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
     ev = run_command(GateCommand(cmd=command), project, env)
     assert not ev.ok

@@ -142,3 +142,17 @@ def test_the_tool_log_is_never_written_or_read_through_a_link(project: Path, tmp
     log_path(run_dir, "fix").symlink_to(outside)  # what a worker with bash could do
     log.record("bash: ls", "exit 0", "a")
     assert outside.read_text() == "secret\n" and read_tool_log(run_dir, "fix") == []
+
+
+def test_a_tool_log_folder_replaced_by_a_link_writes_and_deletes_nothing_where_it_points(project: Path, tmp_path: Path):
+    from odin_magic.workers.tool_log import LOG_DIR, ToolLog, read_tool_log
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "fix.jsonl").write_text("kept\n")
+    run_dir = project / "run"
+    run_dir.mkdir()
+    (run_dir / LOG_DIR).symlink_to(elsewhere, target_is_directory=True)  # what a worker with bash could do
+    log = ToolLog.start(run_dir, "fix")
+    log.record("bash: ls", "exit 0", "a")
+    assert [p.name for p in elsewhere.iterdir()] == ["fix.jsonl"] and (elsewhere / "fix.jsonl").read_text() == "kept\n"
+    assert read_tool_log(run_dir, "fix") == []
