@@ -278,7 +278,7 @@ def bwrap_args(root: Path, writable: list[str], network: bool, env: Mapping[str,
     (default: ``root``)."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_run_dir_args(network), "--tmpfs", "/tmp"]
     for shown in _under_tmp(env or {}):
-        args += ["--ro-bind", shown, shown]
+        args += ["--ro-bind-try", shown, shown]  # -try: a folder gone since it was listed is no failure
     args += ["--bind", str(root), str(root)]
     for name in PROTECTED:
         inner = root / name
