@@ -4,20 +4,21 @@ The persona (a Markdown file) shapes how a worker behaves; the policy decides
 what it may do, and code enforces it: a call outside the policy is refused
 with a clear tool error, whatever the prompt says.
 
-=========  ===============================  ==========================================
+=========  ===============================  ===================================================================
 role       tools                            may write
-=========  ===============================  ==========================================
+=========  ===============================  ===================================================================
 explore    read glob grep                   nothing
 planner    read glob grep write edit        only its stage's ``produces``
-executor   read write edit glob grep bash   anything in the project / run dir
+executor   read write edit glob grep bash   anything in the project (in .odin-loop/ and .git/: its produces)
 critic     read glob grep bash write edit   the run's stub area ``harness/stub/`` and its ``produces``
 reviewer   read glob grep bash write edit   only its ``produces`` (its report)
 (none)     as executor                      as executor (``inline`` / ``fresh``)
-=========  ===============================  ==========================================
+=========  ===============================  ===================================================================
 
 File tools are confined to the project directory (plus the run directory) by
-the SDK's agent toolset, symlink-safe. ``bash`` cannot be confined by a path
-policy: a role that has it can change files through the shell; run untrusted
+the SDK's agent toolset, symlink-safe; below ``.odin-loop/`` and ``.git/`` no
+role writes anything but its stage's produces (:func:`write_allowed`). ``bash``
+cannot be confined by a path policy: a role that has it can change files through the shell; run untrusted
 work in a sandbox.
 
 A project overrides a persona with ``.odin-loop/agents/<role>.md``.
@@ -59,7 +60,8 @@ class RolePolicy:
             "produces": "You may write or edit only this stage's produces.",
             "stub+produces": "You may write or edit only under the run's harness/stub/ directory (never the "
             "harness's tests) and this stage's produces.",
-            "anywhere": "You may write and edit files in the project and the run directory.",
+            "anywhere": "You may write and edit files in the project; in .odin-loop/ (the run directory "
+            "included) and .git/, only this stage's produces.",
         }[self.writes]
         return f"Tools you may use: {tools}. {where}"
 
@@ -108,14 +110,17 @@ def load_persona(role: str | None, project_dir: Path) -> str:
     return resources.files("odin_magic.loop").joinpath("personas", f"{role}.md").read_text(encoding="utf-8").strip()
 
 
-def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], stub_dir: Path) -> bool:
+def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], stub_dir: Path,
+                  owned: tuple[Path, ...] | list[Path] = ()) -> bool:
     """Whether ``policy`` lets a write/edit touch ``target`` (all paths canonical).
 
     A ``produces`` entry that is a directory (``src/``; the engine creates it
-    before the stage runs) admits everything below it.
+    before the stage runs) admits everything below it. Below an ``owned`` root
+    (the engine's: the project's ``.odin-loop/`` and ``.git/``: the run's log,
+    evidence, harness, loop, memory, checkpoints) only the stage's produces (and
+    the critic's stub area) may be written, whatever the role: the same rule as
+    in the sandbox, where bash sees those roots read-only.
     """
-    if policy.writes == "anywhere":
-        return True
     if policy.writes == "none":
         return False
     for allowed in produces:
@@ -123,4 +128,6 @@ def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], stub_d
             return True
     if policy.writes == "stub+produces" and target.is_relative_to(stub_dir):
         return True
-    return False
+    if any(target.is_relative_to(root) for root in owned):
+        return False
+    return policy.writes == "anywhere"

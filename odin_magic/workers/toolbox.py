@@ -7,8 +7,12 @@ through :class:`RoleToolbox`, which
 * expands ``$ODIN_RUN_DIR`` and ``$ODIN_PROJECT_DIR`` (or ``${...}``) in a file
   tool's path to the real directory, and refuses any other ``$`` or a leading
   ``~`` with a message that names the real path to use;
-* refuses a tool the role may not use, or a write outside the role's scope,
-  with a clear tool error (the model sees it) and a ``tool_refused`` event;
+* refuses a tool the role may not use, or a write outside the role's scope
+  (never, whatever the role, below the engine's ``.odin-loop/`` or ``.git/``
+  but the stage's produces), with a clear tool error (the model sees it) and a
+  ``tool_refused`` event;
+* never lets a file tool read a file no command may read (``.odin-loop/memory.key``,
+  :data:`odin_magic.core.sandbox.HIDDEN`): read refuses it, grep leaves its lines out;
 * gives a file that write or edit is about to change an inode of its own when
   it has other hard links, so a link to a file elsewhere leads nowhere;
 * streams one ``tool`` line per call to the sink;
@@ -44,7 +48,7 @@ from odin_magic.core.commands import command_env, run_command
 from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
 from odin_magic.core.encoding import printable
-from odin_magic.core.sandbox import SandboxPolicy, wrap
+from odin_magic.core.sandbox import HIDDEN, PROTECTED, SandboxPolicy, wrap
 from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
@@ -210,6 +214,9 @@ class RoleToolbox:
         self.policy = policy
         self.produces = [self._canonical(p) for p in produces]
         self.stub_dir = self._canonical(stub_dir)
+        project = Path(ctx.workdir)
+        self.owned = tuple(self._canonical(project / name) for name in PROTECTED)  # the engine's: produces only
+        self.hidden = tuple(self._canonical(project / name) for name in HIDDEN)  # never read by a tool
         self._on_call = reports.on_call
         self._on_refused = reports.on_refused
         self._on_error = reports.on_error
@@ -280,14 +287,26 @@ class RoleToolbox:
     def _check(self, name: str, args: dict[str, Any]) -> None:
         role = self.policy.name  # only the tools the role is offered reach here (RoleToolbox.tools)
         self._check_paths(name, args)
-        if name in WRITE_TOOLS:
-            file_path = str(args.get("file_path", ""))
-            try:
-                target = resolve_path(self.ctx, file_path)
-            except ValueError:
-                return  # not a usable path: the SDK tool says why
-            if not write_allowed(self.policy, target, self.produces, self.stub_dir):
-                self._refuse(f"the {role} role may not {name} {file_path}: {self.policy.describe()}")
+        key = PATH_ARGS.get(name)
+        value = str(args.get(key) or "") if key else ""
+        try:
+            target = resolve_path(self.ctx, value) if value else None
+        except ValueError:
+            return  # not a usable path: the SDK tool says why
+        if target is not None and target in self.hidden:
+            self._refuse(f"{name}: {value} is the key that seals the project's memory; no tool or command reads it")
+        if name in WRITE_TOOLS and target is not None and not write_allowed(
+                self.policy, target, self.produces, self.stub_dir, self.owned):
+            self._refuse(f"the {role} role may not {name} {value}: {self.policy.describe()}")
+
+    def _unhidden(self, text: str) -> str:
+        """grep's result without the lines of a hidden file (``<path>:<line>:<text>``, its path as searched)."""
+        prefixes = tuple(f"{path}:" for path in self.hidden)
+        lines = text.split("\n")
+        kept = [line for line in lines if not line.startswith(prefixes)]
+        if len(kept) == len(lines):
+            return text
+        return "\n".join(kept) if any(line.strip() for line in kept) else "no matches"
 
     def _wrap(self, tool: BetaAsyncFunctionTool[Any]) -> BetaAsyncFunctionTool[Any]:
         name = tool.name
@@ -322,6 +341,8 @@ class RoleToolbox:
         try:
             # what a tool returns goes into the next request and thread.json: no secret in it
             result = redact(await tool.call(args))
+            if name == "grep" and isinstance(result, str):
+                result = self._unhidden(result)
             if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
                 result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
         except ToolError as exc:

@@ -212,6 +212,54 @@ def test_file_tools_stay_in_the_project_even_through_a_symlink(project: Path, tm
     assert list(outside.iterdir()) == []
 
 
+def test_no_role_writes_what_judges_it_below_odin_loop_or_git(project: Path):
+    """The executor may write anywhere in the project, but below the engine's .odin-loop/ and .git/ only its
+    stage's produces: not the run's log or harness, not another run, not the loops, memory or checkpoints."""
+    (project / ".git" / "hooks").mkdir(parents=True)
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True)
+    (loops / "roles.yaml").write_text("name: roles\n")
+    (project / "link-to-odin").symlink_to(project / ".odin-loop")
+    targets = ["{run}/events.jsonl", "{run}/harness/test_calc.py", "{run}/harness/stub/calc.py", "{run}/scratch.md",
+               ".odin-loop/memory/decisions.md", ".odin-loop/loops/roles.yaml", ".odin-loop/checkpoints.git/HEAD",
+               ".odin-loop/runs/other/state.json", ".git/hooks/pre-commit", "link-to-odin/memory/decisions.md"]
+    results, events, job = run_calls(project, "build", [
+        *[("write", {"file_path": t, "content": "forged\n"}) for t in targets],
+        ("edit", {"file_path": ".odin-loop/loops/roles.yaml", "old_string": "roles", "new_string": "mine"}),
+        ("write", {"file_path": "src/app.py", "content": "ok = 1\n"}),
+    ])
+    for r in results[:-1]:
+        assert_refused(r, "executor", events)
+    assert_allowed(results[-1])
+    assert (loops / "roles.yaml").read_text() == "name: roles\n"
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    rel = os.path.relpath(job.run_dir, project)
+    written = [t for t in targets if (project / t.format(run=rel)).is_file()
+               and "forged" in (project / t.format(run=rel)).read_text()]
+    assert written == []
+    assert "only this stage's produces" in results[0][1]
+
+
+def test_the_memory_key_is_never_read_by_a_file_tool(project: Path):
+    key = project / ".odin-loop" / "memory.key"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text("a1b2c3-secret-key\n")
+    (project / "notes.txt").write_text("a1b2c3 is a colour code\n")
+    results, events, job = run_calls(project, "build", [
+        ("read", {"file_path": ".odin-loop/memory.key"}),
+        ("grep", {"pattern": "a1b2c3", "path": ".odin-loop/memory.key"}),
+        ("grep", {"pattern": "a1b2c3", "path": "."}),
+        ("grep", {"pattern": "secret-key", "path": ".odin-loop"}),
+        ("glob", {"pattern": "**/*.key"}),
+    ])
+    for is_error, content in results[:2]:
+        assert is_error and "refused" in content and "seals the project's memory" in content, content
+    assert not results[2][0] and "notes.txt" in results[2][1] and "secret-key" not in results[2][1], results[2]
+    assert results[3] == (False, json.dumps("no matches"))
+    assert all("secret-key" not in content for _, content in results)
+    assert len(events.of("tool_refused")) == 2
+
+
 def test_persona_ships_and_a_project_can_override_it(project: Path):
     for role in ("explore", "planner", "executor", "critic", "reviewer"):
         assert load_persona(role, project).startswith(f"# Role: {role}")
