@@ -20,7 +20,8 @@ Places = tuple[dict[str, Placement], dict[str, Placement]]
 
 def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
     """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it; nothing
-    when the run's loop.json changed since the run started (the run is then blocked)."""
+    when the run's loop.json changed since the run started (the run is then blocked), checked as the stage
+    starts and, for the last stage, before its gate is recorded (a change would otherwise go unseen)."""
     if not tamper.loop_intact(engine, s):
         return
     st = s.state
@@ -50,6 +51,8 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     decided = gate_pipeline.run_gate(gate)
     if decided is None:
         return  # the gate's usage put the run over budget
+    if s.loop.next_stage_id(stage.id) is None and not tamper.loop_intact(engine, s):
+        return  # the last stage changed loop.json: no next stage would see it, so the run is blocked, not done
     _record(engine, s, gate, *decided)
 
 

@@ -125,6 +125,21 @@ def test_a_loop_json_put_back_lets_the_run_continue_from_its_pause(project, writ
     assert state.blocked is None and [h.stage for h in state.history] == ["build"]
 
 
+def test_a_loop_json_edited_by_the_last_stage_blocks_the_run_instead_of_ending_it(project, write_loop, tmp_path):
+    write_loop(TWO_STAGES.format(mode="ai").replace("run: [\"false\"]", "run: [\"true\"]"))
+    helper = tmp_path / "retitle.py"
+    helper.write_text(UNGATE.replace('loop["stages"][1]["gate"]["run"] = []', 'loop["description"] = "mine"'))
+    script = two_stages("true", "test", '{file_path: src/app.py, content: "print(\'tested\')\\n"}', "tested")
+    script = script.replace(
+        "- tools: [{write:", f"- tools: [{{bash: {{command: {json.dumps(f'{sys.executable} {helper}')}}}}}, {{write:", 1)
+    engine, _ = scripted_engine(project, script)
+    state = engine.start("tampered", "t")
+    assert state.status == "blocked", (state.status, state.history)
+    assert state.blocked.kind == "tampered" and state.blocked.stage == "test"
+    assert [h.stage for h in state.history] == ["build"]  # the last stage's gate was not recorded
+    assert state.ended_at is None
+
+
 LINKED = """
 name: linked
 max_iterations: 4
