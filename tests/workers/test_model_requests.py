@@ -27,7 +27,7 @@ max_iterations: 3
 stages:
   - id: build
     agent: executor
-    produces: [src/]
+    produces: [src/, notes.md]
     gate: {mode: ai, check: src exists}
   - id: plan
     agent: planner
@@ -59,16 +59,16 @@ def perform(project: Path, stage_id: str, calls: list[tuple[str, dict]], **setti
 
 def test_run_and_project_variables_in_a_file_path_are_the_real_directories(project: Path):
     fake, job, results, _ = perform(project, "build", [
-        ("write", {"file_path": "$ODIN_RUN_DIR/harness/x.md", "content": "in the run dir"}),
+        ("write", {"file_path": "$ODIN_RUN_DIR/notes.md", "content": "in the run dir"}),
         ("write", {"file_path": "${ODIN_PROJECT_DIR}/src/y.py", "content": "y = 1\n"}),
-        ("edit", {"file_path": "${ODIN_RUN_DIR}/harness/x.md", "old_string": "in", "new_string": "still in"}),
-        ("read", {"file_path": "$ODIN_RUN_DIR/harness/x.md"}),
-        ("glob", {"pattern": "*.md", "path": "$ODIN_RUN_DIR/harness"}),
+        ("edit", {"file_path": "${ODIN_RUN_DIR}/notes.md", "old_string": "in", "new_string": "still in"}),
+        ("read", {"file_path": "$ODIN_RUN_DIR/notes.md"}),
+        ("glob", {"pattern": "*.md", "path": "$ODIN_RUN_DIR"}),
     ])
     assert all(not is_error for is_error, _ in results), results
-    assert (job.run_dir / "harness" / "x.md").read_text() == "still in the run dir"
+    assert (job.run_dir / "notes.md").read_text() == "still in the run dir"
     assert (project / "src" / "y.py").read_text() == "y = 1\n"
-    assert "still in the run dir" in results[3][1] and "x.md" in results[4][1]
+    assert "still in the run dir" in results[3][1] and "notes.md" in results[4][1]
     assert not any("$" in p.name or p.name.startswith("{") for p in project.rglob("*"))  # no literal folder
 
 
