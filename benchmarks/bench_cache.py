@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from odin_magic.engine.orchestrator import Engine  # noqa: E402
 from odin_magic.workers.claude import ClaudeWorker  # noqa: E402
 from odin_magic.workers.config import Settings  # noqa: E402
-from odin_magic.workers.scripted import ScriptedModel, estimate_usage, load_script  # noqa: E402
+from odin_magic.workers.scripted import ScriptedModel, load_script  # noqa: E402
 
 SCRIPT = REPO / "example_notebooks" / "quickstart.script.yaml"
 TASK = "a tiny calculator module: add(a, b) and divide(a, b); dividing by zero raises ValueError"
@@ -52,9 +52,9 @@ def main() -> None:
         while state.status == "awaiting_approval":
             state = engine.approve()
         rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        cache: set[str] = set()
-        for body in model.requests:  # each request's usage, as the scripted API counted it (same order)
-            usage = estimate_usage(body, [], cache)
+        for body, usage in zip(model.requests, model.usages):  # each request's usage, as the scripted API reported it
+            if usage is None:
+                continue  # answered with an error: no usage
             row = rows[kind_of(body)]
             row["requests"] += 1
             row["marked"] += "cache_control" in json.dumps(body.get("system", ""))

@@ -202,6 +202,7 @@ class ScriptedModel:
         self._calls: dict[str, tuple[Attempt, int]] = {}  # call id -> (attempt, next turn)
         self._cache: set[str] = set()
         self.requests: list[dict[str, Any]] = []  # every request body, in order
+        self.usages: list[dict[str, int] | None] = []  # the usage each request's reply reported (None: an error)
 
     @classmethod
     def from_file(cls, path: Path, project_dir: Path | None = None) -> "ScriptedModel":
@@ -266,6 +267,7 @@ class ScriptedModel:
         run_dir = request.headers.get("x-odin-run-dir", ".")
         with self._lock:
             self.requests.append(body)
+            self.usages.append(None)
             problem = request_problem(body)
             if problem is not None:
                 return error_response(400, f"scripted model: {problem}")
@@ -275,6 +277,11 @@ class ScriptedModel:
             if purpose == "work":
                 return self._work(body, stage, call, tokens)
             return self._answer(body, purpose, stage, tokens)
+
+    def _reported(self, usage: dict[str, int]) -> dict[str, int]:
+        """``usage``, kept as the reply of the request being answered (the last one: under the lock)."""
+        self.usages[-1] = dict(usage)
+        return usage
 
     def _work(self, body: dict[str, Any], stage: str, call: str, tokens: dict[str, str]) -> httpx2.Response:
         if call not in self._calls:
@@ -302,7 +309,7 @@ class ScriptedModel:
         if not content:
             content.append({"type": "text", "text": ""})
         stop = turn.stop_reason or ("tool_use" if turn.tools else "end_turn")
-        usage = turn.usage or estimate_usage(body, content, self._cache)
+        usage = self._reported(turn.usage or estimate_usage(body, content, self._cache))
         return reply_response(body, message_body(model=body.get("model", self.script.model), content=content, stop_reason=stop, usage=usage))
 
     def _answer(self, body: dict[str, Any], purpose: str, stage: str, tokens: dict[str, str]) -> httpx2.Response:
@@ -325,5 +332,5 @@ class ScriptedModel:
         else:
             text = answer.malformed or ""
         content = [{"type": "text", "text": text}]
-        usage = estimate_usage(body, content, self._cache)
+        usage = self._reported(estimate_usage(body, content, self._cache))
         return reply_response(body, message_body(model=body.get("model", self.script.model), content=content, stop_reason=stop, usage=usage))

@@ -168,9 +168,14 @@ def test_with_the_sandbox_the_worker_cannot_write_the_users_git_at_all(project, 
     write_loop(SCOPED_LOOP.replace("sandbox: off", "sandbox: bwrap"))
     engine, _ = scripted_engine(project, attack("printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; "
                                                 "git -c user.name=w -c user.email=w@w commit -qam sneaky --allow-empty"))
-    engine.start("scoped", "t")
+    state = engine.start("scoped", "t")
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     assert git(project, "rev-parse", "HEAD") == head
+    # the sandbox stopped the writes (nothing was there to revert): the first attempt passed its gate,
+    # and the shell said why the hook could not be written
+    assert state.status == "done" and [e.result for e in state.history] == ["pass"], state.history
+    log = "".join(p.read_text() for p in (engine.run_dir(state.run_id) / "tool-log").rglob("*") if p.is_file())
+    assert "Read-only file system" in log, log[-2000:]
 
 
 # -- the store's configuration and environment ------------------------------------------------------------

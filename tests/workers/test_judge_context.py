@@ -108,15 +108,23 @@ stages:
     agent: reviewer
     produces: [review.md]
     gate: {mode: ai, on_fail: implement, check: no blocking finding}
+  - id: plan
+    agent: planner
+    produces: [plan.md]
+    gate: {mode: ai, run: ["test -s plan.md"], check: plan.md exists}
 """
 
 
-def brief_of(project: Path, stage_id: str) -> str:
+def request_of(project: Path, stage_id: str) -> dict:
     job = stage_job(loop_from(TESTED), stage_id, project)
     fake = FakeMessages()
     fake.reply("done")
     ClaudeWorker(Settings(), client_factory=fake.factory()).perform(job, Events())
-    body = fake.requests[0].body
+    return fake.requests[0].body
+
+
+def brief_of(project: Path, stage_id: str) -> str:
+    body = request_of(project, stage_id)
     return json.dumps(body["messages"][-1]["content"]) + json.dumps(body["system"])
 
 
@@ -125,9 +133,11 @@ def test_an_executor_is_told_to_run_its_gate_and_the_harness_that_tests_it_befor
     assert "- python -m compileall -q -f src" in sent
     assert '- python -m pytest -q -p no:cacheprovider \\"$ODIN_RUN_DIR/harness\\"   (gate of stage test)' in sent
     assert "Run each of these commands yourself before you stop, and stop only when every one exits 0." in sent
-    assert "stop only when" in sent.split("WORKER_RULES")[0]
-    reviewer = brief_of(project, "review")  # no bash: not told to run anything
-    assert "Run each of these commands yourself" not in reviewer
+    body = request_of(project, "implement")  # said once, in the stage's brief, not in the system's rules
+    assert "stop only when" in json.dumps(body["messages"][-1]["content"])
+    assert "stop only when" not in json.dumps(body["system"])
+    planner = brief_of(project, "plan")  # no bash: shown its gate command, not told to run it
+    assert "- test -s plan.md" in planner and "Run each of these commands yourself" not in planner
 
 
 def test_the_tool_log_is_never_written_or_read_through_a_link(project: Path, tmp_path: Path):

@@ -274,7 +274,7 @@ def test_a_retry_names_the_failed_stage_and_command_and_quotes_the_real_error_an
     first_retry = json.dumps(work[2].body["messages"][-1]["content"])
     assert "The gate of stage test failed" in first_retry
     assert "Command: python -m pytest -q -p no:cacheprovider tests   [exit 2]" in first_retry
-    assert "E   ImportError: cannot import name 'add' from 'calc'" in first_retry  # the real error, not "1 error"
+    assert "ImportError: cannot import name 'add' from 'calc'" in first_retry  # the real error, not "1 error"
     second_retry = json.loads(json.dumps(work[3].body["messages"][-1]["content"]))
     text = second_retry[0]["text"]
     assert "The gate of stage build failed" in text and f"- {finding}" in text  # the judge's finding, verbatim
