@@ -35,13 +35,13 @@ import difflib
 import functools
 import os
 import shutil
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
 from odin_magic.engine import mutation_plan as plan
+from odin_magic.core import scratch
 from odin_magic.engine import test_output
 from odin_magic.loop.schema import GateCommand
 from odin_magic.workers.base import CommandEvidence
@@ -347,9 +347,10 @@ class MutationSettings:
 class _ScratchCopies:
     """One scratch copy of the project per worker thread, all under one temporary root (removed by ``close``)."""
 
-    def __init__(self, project_dir: Path):
+    def __init__(self, project_dir: Path, run_dir: Path | None):
         self.project_dir = project_dir
-        self.root = Path(tempfile.mkdtemp(prefix="odin-mutants-"))
+        self.run_dir = run_dir
+        self.root = scratch.make(run_dir, "mutants")  # recorded: a dead driver's copies go at the next open
         self._local = _Scratch()
         self._made: list[Path] = []
         self._lock = threading.Lock()
@@ -364,7 +365,7 @@ class _ScratchCopies:
         return self._local.path
 
     def close(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        scratch.drop(self.run_dir, self.root)
 
 
 class _RecentKillers:
@@ -517,7 +518,8 @@ def _run_in_scratch(report: MutationReport, mutants: list[plan.Placed], sources:
                     gate: _ScratchGate, settings: MutationSettings) -> None:
     """Check the gate on an unmutated copy (which also times it), then try the mutants in parallel; into
     ``report``. The copies are always removed; on an error or Ctrl-C no queued mutant starts."""
-    copies = _ScratchCopies(gate.project_dir)
+    run_dir = gate.env.get("ODIN_RUN_DIR")  # every gate command's environment names the run dir
+    copies = _ScratchCopies(gate.project_dir, Path(run_dir) if run_dir and Path(run_dir).is_dir() else None)
     stop = threading.Event()
     pool = None
     try:

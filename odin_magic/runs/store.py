@@ -45,6 +45,7 @@ import filelock
 from odin_magic.core.atomic import open_append, read_nofollow, write_atomic
 from odin_magic.core.confine import LinkInPath
 from odin_magic.core.errors import RunLocked
+from odin_magic.core import scratch
 from odin_magic.core.processes import reap_orphans
 from odin_magic.core.secrets import redact
 from odin_magic.loop.schema import NAME_RE
@@ -489,6 +490,7 @@ class RunStore:
             for stale in d.glob(".*.tmp"):  # atomic writes cut short by a crash
                 stale.unlink(missing_ok=True)
             notices = reap_orphans(d)  # commands a dead driver left running: killed before anything re-runs
+            notices += scratch.remove_leftovers(d)  # and the scratch copies (mutants) it left in the temp dir
             log_path = d / LOG_NAME
             if cut_torn_tail(log_path):
                 notices.append("the event log ended in a torn record (a crash mid-write); it was cut off")
