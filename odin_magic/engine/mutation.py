@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from odin_magic.engine import mutation_plan as plan
 from odin_magic.core import scratch
+from odin_magic.engine import mutation_plan as plan
 from odin_magic.engine import test_output
 from odin_magic.loop.schema import GateCommand
 from odin_magic.workers.base import CommandEvidence

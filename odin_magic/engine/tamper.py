@@ -4,8 +4,9 @@ Without a sandbox (``sandbox: off``, or no bubblewrap) a worker's ``bash`` can r
 ``$ODIN_RUN_DIR/loop.json``, e.g. delete the next stage's ``gate.run`` or ``scope``. The run records
 the file's sha256 in its ``created`` record (:meth:`odin_magic.runs.store.RunHandle.loop_changed`);
 the engine compares it when it opens the run to drive it (a resume, an approve, an answer), as each
-stage starts, before the last stage's gate is recorded (the run would end unseen), and before a fork copies it. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the
-changed loop is never executed.
+stage starts, before the last stage's gate is recorded (the run would end unseen), and before a fork
+copies it. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the changed
+loop is never executed.
 """
 
 from __future__ import annotations

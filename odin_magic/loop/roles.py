@@ -18,8 +18,8 @@ reviewer   read glob grep bash write edit   only its ``produces`` (its report)
 File tools are confined to the project directory (plus the run directory) by
 the SDK's agent toolset, symlink-safe; below ``.odin-loop/`` and ``.git/`` no
 role writes anything but its stage's produces (:func:`write_allowed`). ``bash``
-cannot be confined by a path policy: a role that has it can change files through the shell; run untrusted
-work in a sandbox.
+cannot be confined by a path policy: a role that has it can change files through
+the shell; run untrusted work in a sandbox.
 
 A project overrides a persona with ``.odin-loop/agents/<role>.md``.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Sequence
 
 from odin_magic.core.confine import check_confined
 from odin_magic.core.errors import ConfigError
@@ -111,7 +111,7 @@ def load_persona(role: str | None, project_dir: Path) -> str:
 
 
 def write_allowed(policy: RolePolicy, target: Path, produces: list[Path], stub_dir: Path,
-                  owned: tuple[Path, ...] | list[Path] = ()) -> bool:
+                  owned: Sequence[Path]) -> bool:
     """Whether ``policy`` lets a write/edit touch ``target`` (all paths canonical).
 
     A ``produces`` entry that is a directory (``src/``; the engine creates it

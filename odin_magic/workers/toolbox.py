@@ -268,14 +268,15 @@ class RoleToolbox:
         except ValueError as exc:
             self._refuse(f"{name}: {exc}")
 
-    def _check_paths(self, name: str, args: dict[str, Any]) -> None:
+    def _check_paths(self, name: str, args: dict[str, Any]) -> Path | None:
         """The SDK's own confinement, checked first so that a path that leaves the project (and the
-        run dir) is refused and recorded like any other refusal."""
+        run dir) is refused and recorded like any other refusal; the tool's path, resolved (None: it has none)."""
         key = PATH_ARGS.get(name)
         value = args.get(key) if key else None
+        target = None
         if isinstance(value, str) and value:
             try:
-                resolve_path(self.ctx, value)
+                target = resolve_path(self.ctx, value)
             except ValueError as exc:
                 self._refuse(f"{name}: {exc}")
         pattern = args.get("pattern")
@@ -283,20 +284,17 @@ class RoleToolbox:
             PurePosixPath(pattern).is_absolute() or ".." in PurePosixPath(pattern).parts
         ):
             self._refuse(f"glob: the pattern {pattern!r} would leave the project (absolute, or with '..')")
+        return target
 
     def _check(self, name: str, args: dict[str, Any]) -> None:
         role = self.policy.name  # only the tools the role is offered reach here (RoleToolbox.tools)
-        self._check_paths(name, args)
-        key = PATH_ARGS.get(name)
-        value = str(args.get(key) or "") if key else ""
-        try:
-            target = resolve_path(self.ctx, value) if value else None
-        except ValueError:
-            return  # not a usable path: the SDK tool says why
-        if target is not None and target in self.hidden:
+        target = self._check_paths(name, args)
+        if target is None:
+            return
+        value = args[PATH_ARGS[name]]
+        if target in self.hidden:
             self._refuse(f"{name}: {value} is the key that seals the project's memory; no tool or command reads it")
-        if name in WRITE_TOOLS and target is not None and not write_allowed(
-                self.policy, target, self.produces, self.stub_dir, self.owned):
+        if name in WRITE_TOOLS and not write_allowed(self.policy, target, self.produces, self.stub_dir, self.owned):
             self._refuse(f"the {role} role may not {name} {value}: {self.policy.describe()}")
 
     def _unhidden(self, text: str) -> str:
