@@ -13,7 +13,6 @@ tests/golden/requests/*.json; after an intended change, regenerate them with
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -37,6 +36,8 @@ TASK = "a tiny calculator module: add(a, b) and divide(a, b); dividing by zero r
 ANSWERS = ("confirm", "1", "raise ValueError", "standard library only, under src/")
 KINDS = ("interview-question", "interview-scoring", "planner", "executor", "critic", "reviewer", "judge",
          "retry", "explorer")
+#: environment variables by which pytest tells it runs on CI (and then prints more in its summary)
+PYTEST_CI_MARKERS = ("CI", "BUILD_NUMBER")
 UPDATE_HINT = "if the change is intended, regenerate them: ODIN_UPDATE_GOLDEN=1 python -m pytest tests/golden"
 
 
@@ -167,8 +168,22 @@ def one_per_kind(bodies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _first_difference(golden: Path, sent: str, around: int = 300) -> str:
+    """Where the sent body first departs from the golden file, with some context (a brief is one long line)."""
+    gold = golden.read_text(encoding="utf-8") if golden.is_file() else ""
+    at = next((i for i, (a, b) in enumerate(zip(gold, sent)) if a != b), min(len(gold), len(sent)))
+    line = gold.count("\n", 0, at) + 1
+    return (f"first difference at line {line}, character {at}:\n"
+            f"golden: …{gold[max(0, at - around):at + around]!r}…\nsent:   …{sent[max(0, at - around):at + around]!r}…")
+
+
 @pytest.mark.slow
-def test_request_bodies_match_the_golden_files(tmp_path: Path):
+def test_request_bodies_match_the_golden_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # the harness's pytest lays its summary out by where it runs: on CI (CI or BUILD_NUMBER set) it adds each
+    # failure's message to the "FAILED" line that the gate's reason quotes, and it cuts lines to the terminal width
+    for name in PYTEST_CI_MARKERS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
     found = one_per_kind(run_quickstart(tmp_path))
     assert set(found) == set(KINDS), f"kinds not reached: {sorted(set(KINDS) - set(found))}"
     rendered = {kind: json.dumps(found[kind], indent=1, ensure_ascii=False) + "\n" for kind in KINDS}
@@ -178,9 +193,6 @@ def test_request_bodies_match_the_golden_files(tmp_path: Path):
             (GOLDEN / f"{kind}.json").write_text(text, encoding="utf-8")
     changed = [kind for kind, text in rendered.items()
                if not (GOLDEN / f"{kind}.json").is_file() or (GOLDEN / f"{kind}.json").read_text(encoding="utf-8") != text]
-    first = "".join(difflib.unified_diff(
-        (GOLDEN / f"{changed[0]}.json").read_text(encoding="utf-8").splitlines(keepends=True)
-        if changed and (GOLDEN / f"{changed[0]}.json").is_file() else [],
-        rendered[changed[0]].splitlines(keepends=True), "golden", "sent", n=1)) if changed else ""
+    first = _first_difference(GOLDEN / f"{changed[0]}.json", rendered[changed[0]]) if changed else ""
     assert not changed, (f"what the model is sent changed for: {', '.join(changed)} "
                          f"(tests/golden/requests/<kind>.json); {UPDATE_HINT}\n{first[:4000]}")
