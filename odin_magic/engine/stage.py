@@ -35,7 +35,7 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
         engine._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
 
     runner = interview_runner_for(engine, s, stage)  # a deep-interview stage goes to the interview runner
-    before = checkpoint_before(engine, s, stage) if perform else None
+    before = checkpoint_before(engine, s, stage) if perform and engine.takes_checkpoints else None
     if perform:
         engine._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                      data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
