@@ -83,6 +83,7 @@ class Engine:
         self.interview_runner = interview_runner
         self.reports = reports  # write report.md / report.ipynb when a drive leaves its run ended or blocked
         self.takes_checkpoints = opts.checkpoints
+        self.unchanged_tree: tuple[Session, str] | None = None  # a drive's last checkpoint, nothing run since (stage.py)
         self.unattended = False  # never wait for a person: a pause blocks the run (odin run --unattended)
         self._stop = threading.Event()
         self._drive_lock = threading.Lock()
