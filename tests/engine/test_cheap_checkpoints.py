@@ -65,8 +65,7 @@ def test_simulate_of_a_loop_with_loopbacks_starts_no_git(project, write_loop, gi
     assert not (project / ".odin-loop" / "checkpoints.git").exists()
 
 
-PAUSING = AGAIN.replace("check: tested, on_fail: build}", "check: tested, on_fail: build, mode: ai+human}").replace(
-    "{mode: ai, check: tested", "{check: tested")
+PAUSING = AGAIN.replace("{mode: ai, check: tested", "{mode: ai+human, check: tested")  # test pauses: revert works
 
 
 def test_a_dry_stage_that_wrote_nothing_takes_no_snapshot_and_diff_and_revert_say_the_same(project, write_loop, gits):
