@@ -5,13 +5,16 @@ plus its gate: placeholder check, its evidence line, one fsync'd event-log recor
 The run is first given a history of N entries (10, 1,000, 10,000 and 100,000
 by default) to show whether the cost grows with the history's length. Prints:
 
-* median and p90 per transition at each size, bytes written per transition
+* median and p90 per transition at each size, and beside it the median with the real checkpoints on
+  (a shadow git repository, issue 11) in a project of 5,000 files where the stages change nothing after
+  their first placeholders (the figure a user feels), bytes written per transition
   (``wchar`` of /proc/self/io: every write() the engine makes) and the peak
   memory (VmHWM) of a fresh process that resumes the run (its history built
   beforehand by another process) and drives it; then the time and peak
   memory of another fresh process that loads the run with its state.json
   missing (the state folded from the log alone, as after damage);
 * the floor: one appended, fsync'd record, measured here and now;
+* ``odin simulate`` per transition (a throwaway directory: no checkpoints);
 * the same chain on LangGraph + SqliteSaver (``durability="sync"``), with a
   plain list reducer and with its DeltaChannel, when langgraph and
   langgraph-checkpoint-sqlite are installed (they are not dependencies);
@@ -23,13 +26,14 @@ by default) to show whether the cost grows with the history's length. Prints:
   the round with the median ratio in full), after ``os.sync()`` so that the
   writeback of the runs measured before is not charged to the cells.
 
-Project checkpoints (a shadow git repository, issue 11) cost two git snapshots
-per stage execution: they are the worker's side of a stage, not the engine's
-bookkeeping, so the table replaces them with a stand-in that records nothing
-(``--git-checkpoints`` keeps the real ones; the figure is printed apart).
+Project checkpoints cost a git snapshot when a stage may have changed the
+tree (a tool call, a command, an artifact written) and nothing otherwise: the
+table's first columns replace them with a stand-in that records nothing (the
+engine's own bookkeeping), its "with ckpts" column keeps the real ones. The
+kernel line uses the stand-in unless ``--git-checkpoints`` is given.
 
     .venv/bin/python benchmarks/bench_engine.py [--sizes 10,1000,10000,100000] [--transitions 300]
-        [--rounds N] [--no-langgraph] [--no-kernel] [--git-checkpoints]
+        [--rounds N] [--no-langgraph] [--no-kernel] [--git-checkpoints (the kernel line)]
 
 The whole run takes about four minutes on a quiet machine, LangGraph's list
 reducer at 100,000 entries most of it; ``--sizes 10,1000,10000`` leaves the
@@ -67,7 +71,8 @@ stages:
 """
 
 TARGETS = ("targets: odin --help and %load_ext <= 100 ms over bare; <= 0.7 ms median on ext4; <= 1.2x growth 10 -> 100,000; <= 2 KB written per transition; "
-           "<= 150 MB peak at 100,000; faster than both LangGraph variants; 1+1 during a run <= 1.3x idle")
+           "<= 150 MB peak at 100,000; faster than both LangGraph variants; with ckpts <= 3 ms; odin simulate >= 1.5x faster "
+           "than LangGraph; 1+1 during a run <= 1.3x idle")
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -80,16 +85,25 @@ def _wchar() -> int:
         return int(next(line for line in f if line.startswith("wchar")).split()[1])
 
 
-def write_project(project: Path) -> None:
+#: the project's size when the real checkpoints are measured (issue 18: a dry transition in a project of 5,000
+#: files where nothing changed)
+PROJECT_FILES = 5000
+
+
+def write_project(project: Path, files: int = 0) -> None:
     loops = project / ".odin-loop" / "loops"
     loops.mkdir(parents=True, exist_ok=True)
     (loops / "bench.yaml").write_text(LOOP)
+    for i in range(files):  # a source tree: 50 packages of 100 modules
+        module = project / "src" / f"pkg{i // 100}" / f"mod{i % 100}.py"
+        module.parent.mkdir(parents=True, exist_ok=True)
+        module.write_text(f"def f{i}(x):\n    return x + {i}\n")
 
 
 class NoCheckpoints:
     """Stands in for the shadow-git checkpoints: records nothing, changes nothing."""
 
-    def snapshot(self) -> str:
+    def snapshot(self, rules_from: str | None = None) -> str:
         return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
 
     def exists(self, checkpoint: str) -> bool:
@@ -132,14 +146,14 @@ def grow_history(store, run_id: str, n: int) -> None:
     handle.close()  # and saves state.json
 
 
-def prepare_run(project: Path, history: int, transitions: int) -> float:
+def prepare_run(project: Path, history: int, transitions: int, files: int = 0) -> float:
     """A project with a dry run of the bench loop stopped at its start, given ``history`` entries
     (run by --prepare in a process of its own: building the history is not the run's memory)."""
     from odin_magic.engine.orchestrator import Engine
     from odin_magic.runs.state import DryOptions
     from odin_magic.runs.store import RunStore
 
-    write_project(project)
+    write_project(project, files)
     script = ["check:fail"] * (transitions + 10)  # every check fails: build -> check -> build -> ...
     engine = Engine(project)
     engine._checkpoints = NoCheckpoints()
@@ -159,7 +173,8 @@ def measure_engine(history: int, transitions: int, git_checkpoints: bool) -> dic
     """One size: a fresh process (this one) resumes the prepared run and drives ``transitions`` transitions."""
     with tempfile.TemporaryDirectory(prefix="odin-bench-") as tmp:
         project = Path(tmp)
-        grow_s = _child(["--prepare", f"{tmp}:{history}", "--transitions", str(transitions)])["grow_s"]
+        files = PROJECT_FILES if git_checkpoints else 0
+        grow_s = _child(["--prepare", f"{tmp}:{history}:{files}", "--transitions", str(transitions)])["grow_s"]
         from odin_magic.engine.orchestrator import Engine
         from odin_magic.runs.store import RunStore
 
@@ -226,6 +241,23 @@ def fsync_floor(records: int = 400) -> dict:
                 sync(f.fileno())
                 gaps.append(time.perf_counter() - t0)
     return {"median_ms": statistics.median(gaps) * 1000, "p90_ms": _pct(gaps, 0.9) * 1000}
+
+
+def measure_simulate(transitions: int) -> dict:
+    """``odin simulate`` of the bench loop (build passes, check fails back to build), per transition."""
+    from odin_magic.engine.orchestrator import simulate
+
+    stamps: list[float] = []
+
+    def listen(event):
+        if event.kind in ("gate_passed", "gate_failed"):
+            stamps.append(time.perf_counter())
+
+    with tempfile.TemporaryDirectory(prefix="odin-bench-sim-") as tmp:
+        write_project(Path(tmp))
+        simulate(tmp, "bench", ",".join(["check:fail"] * (transitions // 2)), listener=listen)
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])][1:]  # the first includes the throwaway run's creation
+    return {"n": len(gaps), "median_ms": statistics.median(gaps) * 1000, "p90_ms": _pct(gaps, 0.9) * 1000}
 
 
 # -- LangGraph ---------------------------------------------------------------------------
@@ -309,7 +341,7 @@ KERNEL_STAND_IN = """\
 import odin_magic.notebook.magics as _odin_magics
 
 class _NoCheckpoints:
-    def snapshot(self): return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    def snapshot(self, rules_from=None): return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     def exists(self, checkpoint): return True
     def changes(self, before, after): return []
     def restore(self, checkpoint): return []
@@ -424,11 +456,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,1000,10000,100000")
     parser.add_argument("--no-langgraph", action="store_true")
     parser.add_argument("--no-kernel", action="store_true")
-    parser.add_argument("--git-checkpoints", action="store_true", help="keep the real shadow-git checkpoints")
+    parser.add_argument("--git-checkpoints", action="store_true",
+                        help="the kernel line with the real shadow-git checkpoints (the table shows both)")
     parser.add_argument("--rounds", type=_at_least_one, default=3, metavar="N",
                         help="each size is measured N times, interleaved with the others (the machine's load "
                         "changes): the round with the median median is shown; the kernel line too, N fresh kernels")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, lg:N, lgdelta:N (a child process)
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # engine:N, simulate:0, lg:N, lgdelta:N (a child process)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)  # DIR:N (a child process)
     parser.add_argument("--rebuild", help=argparse.SUPPRESS)  # RUN_DIR (a child process)
     args = parser.parse_args()
@@ -436,40 +469,53 @@ def main() -> None:
         print(json.dumps(rebuild_from_log(Path(args.rebuild))))
         return
     if args.prepare:
-        where, n = args.prepare.rsplit(":", 1)
-        print(json.dumps({"grow_s": prepare_run(Path(where), int(n), args.transitions)}))
+        where, n, files = args.prepare.rsplit(":", 2)
+        print(json.dumps({"grow_s": prepare_run(Path(where), int(n), args.transitions, int(files))}))
         return
     if args.one:
         kind, n = args.one.split(":")
         if kind == "engine":
             print(json.dumps(measure_engine(int(n), args.transitions, args.git_checkpoints)))
+        elif kind == "simulate":
+            print(json.dumps(measure_simulate(args.transitions)))
         else:
             print(json.dumps(measure_langgraph(int(n), min(args.transitions, 100), delta=kind == "lgdelta")))
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"odin-magic engine, dry worker, {args.transitions} transitions per size, {args.rounds} rounds"
-          f"{' (git checkpoints on)' if args.git_checkpoints else ' (checkpoints replaced by a stand-in)'}")
+    print(f"odin-magic engine, dry worker, {args.transitions} transitions per size, {args.rounds} rounds; "
+          f"checkpoints replaced by a stand-in, and real (\"with ckpts\") in a project of {PROJECT_FILES:,} files")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared: figures are noisy)")
     floor = fsync_floor()
     print(f"floor: one appended fdatasync'd record: median {floor['median_ms']:.3f} ms, p90 {floor['p90_ms']:.3f} ms")
-    flags = ["--git-checkpoints"] if args.git_checkpoints else []
     runs: dict[int, list[dict]] = {n: [] for n in sizes}
+    real: dict[int, list[dict]] = {n: [] for n in sizes}  # the same with the real checkpoints
     for _ in range(args.rounds):
         for n in sizes:
-            runs[n].append(_child(["--one", f"engine:{n}", "--transitions", str(args.transitions), *flags]))
-    rows = [sorted(runs[n], key=lambda r: r["median_ms"])[len(runs[n]) // 2] for n in sizes]
-    print(f"\n{'history':>8}  {'median':>9}  {'p90':>9}  {'written':>10}  {'peak':>8}  {'state.json':>10}  {'load':>8}"
-          f"  {'rebuild':>9}  {'its peak':>8}")
-    for r in rows:
-        print(f"{r['history']:>8}  {r['median_ms']:>7.3f}ms  {r['p90_ms']:>7.3f}ms  "
+            runs[n].append(_child(["--one", f"engine:{n}", "--transitions", str(args.transitions)]))
+            real[n].append(_child(["--one", f"engine:{n}", "--transitions", str(args.transitions), "--git-checkpoints"]))
+    median = lambda xs: sorted(xs, key=lambda r: r["median_ms"])[len(xs) // 2]  # noqa: E731
+    rows = [median(runs[n]) for n in sizes]
+    with_ckpts = [median(real[n]) for n in sizes]
+    print(f"\n{'history':>8}  {'median':>9}  {'p90':>9}  {'with ckpts':>10}  {'written':>10}  {'peak':>8}  {'state.json':>10}"
+          f"  {'load':>8}  {'rebuild':>9}  {'its peak':>8}")
+    for r, c in zip(rows, with_ckpts):
+        print(f"{r['history']:>8}  {r['median_ms']:>7.3f}ms  {r['p90_ms']:>7.3f}ms  {c['median_ms']:>8.3f}ms  "
               f"{r['bytes_per_transition']:>8.0f} B  {r['peak_mb']:>5.0f} MB  {r['state_kb']:>8.0f}KB  {r['load_ms']:>6.1f}ms"
               f"  {r['rebuild_ms']:>7.1f}ms  {r['rebuild_peak_mb']:>5.0f} MB")
-    print("peak: VmHWM of the process that resumes the run and drives it; load: `store.load` of the run after; "
-          "rebuild: a fresh process loading it with state.json missing (folded from the log alone)")
+    print("with ckpts: the median with the real checkpoints (a shadow git repository) in a project of "
+          f"{PROJECT_FILES:,} files; peak: VmHWM of the process that resumes the run and drives it; load: "
+          "`store.load` of the run after; rebuild: a fresh process loading it with state.json missing (folded from "
+          "the log alone)")
     if len(rows) > 1:
         print(f"growth {rows[0]['history']} -> {rows[-1]['history']} entries: "
               f"x{rows[-1]['median_ms'] / rows[0]['median_ms']:.2f} (median)")
+
+    sims = sorted((_child(["--one", "simulate:0", "--transitions", str(args.transitions)]) for _ in range(args.rounds)),
+                  key=lambda r: r["median_ms"])
+    sim = sims[len(sims) // 2]
+    print(f"\nodin simulate: median {sim['median_ms']:.3f} ms per transition, p90 {sim['p90_ms']:.3f} ms "
+          f"({sim['n']} transitions; a throwaway directory, no checkpoints)")
 
     if not args.no_langgraph:
         version = langgraph_version()
@@ -479,12 +525,14 @@ def main() -> None:
         else:
             print(f"\nLangGraph + SqliteSaver, durability='sync' ({version}), "
                   f"{min(args.transitions, 100)} steps per size; odin's median beside it")
-            print(f"{'history':>8}  {'list reducer':>22}  {'DeltaChannel':>22}  {'odin':>9}")
-            for r in rows:
+            print(f"{'history':>8}  {'list reducer':>22}  {'DeltaChannel':>22}  {'odin':>9}  {'with ckpts':>10}"
+                  f"  {'simulate':>9}")
+            for r, c in zip(rows, with_ckpts):
                 plain = _child(["--one", f"lg:{r['history']}", "--transitions", str(args.transitions)])
                 delta = _child(["--one", f"lgdelta:{r['history']}", "--transitions", str(args.transitions)])
                 print(f"{r['history']:>8}  {plain['median_ms']:>8.3f}ms p90 {plain['p90_ms']:>7.3f}  "
-                      f"{delta['median_ms']:>8.3f}ms p90 {delta['p90_ms']:>7.3f}  {r['median_ms']:>7.3f}ms")
+                      f"{delta['median_ms']:>8.3f}ms p90 {delta['p90_ms']:>7.3f}  {r['median_ms']:>7.3f}ms  "
+                      f"{c['median_ms']:>8.3f}ms  {sim['median_ms']:>7.3f}ms")
 
     if not args.no_kernel:
         st = startup()

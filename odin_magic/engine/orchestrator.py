@@ -60,12 +60,14 @@ class EngineOptions:
     command: str | None = None  # the command line recorded with the run (default: this process's)
     interview_runner: InterviewRunner | None = None  # performs deep-interview stages (default: the Claude one)
     reports: bool = True  # write report.md / report.ipynb when a drive leaves its run ended or blocked
+    checkpoints: bool = True  # checkpoint the project around each stage (off: nothing to restore, `odin simulate`)
 
 
 class Engine:
     """Drives runs of a project's loops (see the module docstring and docs/architecture.md, "Engine API").
 
-    ``options`` are :class:`EngineOptions`' keywords: ``command``, ``interview_runner``, ``reports``."""
+    ``options`` are :class:`EngineOptions`' keywords: ``command``, ``interview_runner``, ``reports``,
+    ``checkpoints``."""
 
     def __init__(self, project_dir: Path | str, worker: Worker | None = None, clock: Clock | None = None,
                  listener: Listener | None = None, **options: Any):
@@ -80,6 +82,8 @@ class Engine:
         self.command = command or command_line()
         self.interview_runner = interview_runner
         self.reports = reports  # write report.md / report.ipynb when a drive leaves its run ended or blocked
+        self.takes_checkpoints = opts.checkpoints
+        self.unchanged_tree: tuple[Session, str] | None = None  # a drive's last checkpoint, nothing run since (stage.py)
         self.unattended = False  # never wait for a person: a pause blocks the run (odin run --unattended)
         self._stop = threading.Event()
         self._drive_lock = threading.Lock()
@@ -581,7 +585,7 @@ def simulate(project_dir: Path | str, loop_name: str, gate_spec: str | None = No
     loop = LoopCatalog(Path(project_dir)).load(loop_name)
     script = parse_gate_script(gate_spec, loop)
     with tempfile.TemporaryDirectory(prefix="odin-simulate-") as tmp:
-        engine = Engine(tmp, listener=listener, command="odin simulate", reports=False)
+        engine = Engine(tmp, listener=listener, command="odin simulate", reports=False, checkpoints=False)
         state = engine.start(loop.name, f"simulate {loop.name}", dry=DryOptions(gates=script, approve_all=True), loop=loop)
     return {
         "path": [e.stage for e in state.history if e.gate != "approved"],

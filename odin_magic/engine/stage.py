@@ -4,8 +4,13 @@ record (:mod:`odin_magic.engine.gate_record`)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from odin_magic.core.confine import Confinement, PathEscapes
-from odin_magic.engine import frozen, gate_pipeline, gate_record, reporting_stage as reporting, retry_brief, tamper
+from odin_magic.engine import (
+    frozen, gate_pipeline, gate_record, gates, reporting_stage as reporting, retry_brief, tamper
+)
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
@@ -16,12 +21,15 @@ from odin_magic.runs.records import RecordType, StatePatch
 from odin_magic.workers.base import StageJob, StageResult, WorkerError, WorkerEvent
 
 Places = tuple[dict[str, Placement], dict[str, Placement]]
+#: the worker events of a tool call (made, or refused before it ran)
+TOOL_EVENTS = ("tool", "tool_refused")
 
 
 def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = True) -> None:
     """Perform ``stage`` (unless ``perform`` is False: only its gate is evaluated again) and gate it; nothing
     when the run's loop.json changed since the run started (the run is then blocked), checked as the stage
     starts and, for the last stage, before its gate is recorded (a change would otherwise go unseen)."""
+    last = _unchanged_tree(engine, s)
     if not tamper.loop_intact(engine, s):
         return
     st = s.state
@@ -31,11 +39,16 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
         (p.path if p.is_dir else p.path.parent).mkdir(parents=True, exist_ok=True)
     job = stage_job(engine, s, stage, (produces, consumes))
 
+    tools: list[str] = []  # the execution's tool calls (its worker's, an explorer's for its judge)
+
     def sink(ev: WorkerEvent) -> None:
+        if ev.kind in TOOL_EVENTS:
+            tools.append(ev.text)
         engine._emit("worker", s.state, stage=ev.stage, text=ev.text, data={"kind": ev.kind})
 
     runner = interview_runner_for(engine, s, stage)  # a deep-interview stage goes to the interview runner
-    before = checkpoint_before(engine, s, stage) if perform else None
+    before, fresh = checkpoint_before(engine, s, stage, last) if perform and engine.takes_checkpoints else (None, False)
+    found = artifact_stats(produces) if fresh else None  # a resumed execution's work may have begun before
     if perform:
         engine._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                      data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
@@ -43,9 +56,13 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     if result is None or engine._add_usage(s, stage.id, result.usage):
         return
     stage_placements(engine, s, stage)  # the stage's work may have put a link where an artifact belongs
-    if perform and (saved := reporting.save_report(stage, produces, result.report)):
+    saved = reporting.save_report(stage, produces, result.report) if perform else None
+    if saved:
         sink(WorkerEvent("info", stage.id, f"the {agent.label} report was saved as {saved}"))
-    ckpt = checkpoint_after(engine, before) if before is not None else None
+    # a worker that called no tool wrote nothing but its artifacts: when they are as they were, nothing changed
+    quiet = not tools and not saved and runner is None and found == artifact_stats(produces)
+    ckpt = checkpoint_after(engine, before, quiet) if before is not None else None
+    worked = len(tools)  # the tool calls before the checkpoint after the work: the gate's own come after
     gate = gate_pipeline.stage_gate(engine, s, gate_pipeline.Execution(
         job, (produces, consumes), runner, ckpt, sink, stepping=stepping, edit_checks=result.edit_checks))
     decided = gate_pipeline.run_gate(gate)
@@ -54,6 +71,9 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     if s.loop.next_stage_id(stage.id) is None and not tamper.loop_intact(engine, s):
         return  # the last stage changed loop.json: no next stage would see it, so the run is blocked, not done
     _record(engine, s, gate, *decided)
+    if ckpt is not None and len(tools) == worked and runner is None and s.state.status != "blocked" \
+            and _left_alone(*decided):
+        engine.unchanged_tree = (s, ckpt.after)  # the next stage of this drive starts from it
 
 
 def _performed(engine, s: Session, job: StageJob, sink, runner: InterviewRunner | None,
@@ -168,20 +188,60 @@ def stage_placements(engine, s: Session, stage: Stage) -> Places:
     return produces, consumes
 
 
-def checkpoint_before(engine, s: Session, stage: Stage) -> str:
-    """The checkpoint before this stage execution: a resumed execution (a crash, a worker failure,
-    an interview question) keeps the one recorded when it began."""
+def checkpoint_before(engine, s: Session, stage: Stage, last: str | None = None) -> tuple[str, bool]:
+    """The checkpoint before this stage execution, and whether it is the tree as it is now (not a resumed
+    execution's: a crash, a worker failure or an interview question keeps the one recorded when it began);
+    ``last``, the drive's last checkpoint when nothing has run since, is taken again as it is (no snapshot)."""
     pending = s.state.checkpoint
     if pending is not None and pending.stage == stage.id and engine.checkpoints.exists(pending.before):
-        return pending.before
-    before = engine.checkpoints.snapshot()
+        return pending.before, False
+    before = last or engine.checkpoints.snapshot()
     # no fsync of its own: the stage's gate record, appended after it to the same log, makes both durable
     # (one fsync per transition); a power cut before that re-runs the stage, which takes its checkpoint anew
     engine._record(s, RecordType.CHECKPOINT, save=False, sync=False, stage=stage.id,
                    set=StatePatch(checkpoint={"stage": stage.id, "before": before}))
-    return before
+    return before, True
 
 
-def checkpoint_after(engine, before: str) -> StageCheckpoint:
+def checkpoint_after(engine, before: str, quiet: bool = False) -> StageCheckpoint:
+    """The checkpoint after the stage's work; ``quiet``: the work could change nothing, its before is its after."""
+    if quiet:
+        return StageCheckpoint(before, before, [])
     after = engine.checkpoints.snapshot(rules_from=before)  # the .gitignore files as the stage found them
     return StageCheckpoint(before, after, engine.checkpoints.changes(before, after))
+
+
+def _unchanged_tree(engine, s: Session) -> str | None:
+    """The drive's last checkpoint when nothing has run since it, forgotten as it is read (the stage about to run
+    may change anything); never another drive's: between two drives, anyone may have changed the files."""
+    kept, engine.unchanged_tree = engine.unchanged_tree, None
+    return kept[1] if kept is not None and kept[0] is s else None
+
+
+def _left_alone(outcome: gates.GateOutcome, done_check) -> bool:
+    """The gate changed nothing in the project: it ran no command (gate, mutants, the checks before done) and
+    put nothing back (a frozen artifact, a change out of scope)."""
+    return not outcome.commands and outcome.mutation is None and not outcome.reverted and done_check is None
+
+
+def artifact_stats(produces: dict[str, Placement]) -> list[tuple]:
+    """The stage's artifacts in the project tree as they are on disk: each file's and folder's kind, size, times
+    and inode (a folder's files too), to tell whether the stage wrote any."""
+    out: list[tuple] = []
+    for p in produces.values():
+        if p.in_run_dir:
+            continue  # the run dir is no part of a checkpoint
+        out.append((p.entry, _stat(p.path)))
+        if p.is_dir and p.path.is_dir() and not p.path.is_symlink():
+            for root, dirs, files in os.walk(p.path):
+                dirs.sort()
+                out.extend((os.path.join(root, name), _stat(Path(root, name))) for name in sorted(dirs + files))
+    return out
+
+
+def _stat(path: Path) -> tuple | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
