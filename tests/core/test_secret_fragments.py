@@ -1,0 +1,58 @@
+"""``redact_cut``: a secret's exact value, and any piece of 16 or more characters of it at a cut edge, redacted."""
+
+from __future__ import annotations
+
+import pytest
+
+from odin_magic.core.secrets import FRAGMENT_LENGTH, redact_cut
+
+KEY = "sk-ant-api03-0123456789abcdefghijklmnopqrstuvwxyz"
+TOKEN = "project-db-password-0123456789"
+FOUND = [(KEY, "ANTHROPIC_API_KEY"), (TOKEN, "PROJECT_DB")]
+MARK = "[redacted ANTHROPIC_API_KEY]"
+
+
+def clean(text: str) -> str:
+    return redact_cut(text, FOUND)
+
+
+@pytest.mark.parametrize("n", [FRAGMENT_LENGTH, 24, len(KEY) - 1])
+def test_the_end_of_a_key_at_the_start_of_a_text_is_redacted(n: int):
+    assert clean(KEY[-n:] + "\nrest of the output") == MARK + "\nrest of the output"
+
+
+@pytest.mark.parametrize("n", [FRAGMENT_LENGTH, 30, len(KEY) - 1])
+def test_the_start_of_a_key_at_the_end_of_a_text_is_redacted(n: int):
+    assert clean("the output\n" + KEY[:n]) == "the output\n" + MARK
+
+
+def test_pieces_beside_the_sdk_cut_marks_are_redacted():
+    assert clean("[output truncated]\n" + KEY[-20:] + " more") == "[output truncated]\n" + MARK + " more"
+    grep = "a.py:1:x = '" + KEY[:25] + "\n[output truncated at 102400 bytes]"
+    assert clean(grep) == "a.py:1:x = '" + MARK + "\n[output truncated at 102400 bytes]"
+
+
+def test_a_piece_shorter_than_the_limit_or_away_from_an_edge_is_left():
+    short = KEY[-(FRAGMENT_LENGTH - 1):]
+    assert clean(short + " tail") == short + " tail"
+    inside = "before " + KEY[10:40] + " after"  # not where a text was cut
+    assert clean(inside) == inside
+
+
+def test_whole_secrets_and_pieces_of_several_secrets_go_together():
+    text = TOKEN[-18:] + " uses " + KEY + " and ends with " + KEY[:16]
+    assert clean(text) == "[redacted PROJECT_DB] uses " + MARK + " and ends with " + MARK
+
+
+def test_a_text_that_is_only_a_piece_is_redacted_once():
+    assert clean(KEY[:30]) == MARK and clean(KEY[-30:]) == MARK
+    # a middle piece (a text cut at both ends: no tool of the SDK does that) is not recognised
+    assert clean(KEY[5:40]) == KEY[5:40]
+
+
+def test_containers_and_an_untouched_text_come_back_as_they_were():
+    blocks = [{"type": "text", "text": KEY[-20:] + " x"}, {"type": "image", "source": {"data": "abc"}}]
+    assert redact_cut(blocks, FOUND)[0]["text"] == MARK + " x"
+    plain = {"text": "nothing secret here"}
+    assert redact_cut(plain, FOUND) is plain
+    assert redact_cut("anything", []) == "anything"
