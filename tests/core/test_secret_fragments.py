@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from odin_magic.core.commands import TAIL_CHARS, run_command
 from odin_magic.core.secrets import FRAGMENT_LENGTH, redact_cut
+from odin_magic.loop.schema import GateCommand
 
 KEY = "sk-ant-api03-0123456789abcdefghijklmnopqrstuvwxyz"
 TOKEN = "project-db-password-0123456789"
@@ -56,3 +60,19 @@ def test_containers_and_an_untouched_text_come_back_as_they_were():
     plain = {"text": "nothing secret here"}
     assert redact_cut(plain, FOUND) is plain
     assert redact_cut("anything", []) == "anything"
+
+
+def test_a_command_tail_cut_through_a_key_keeps_no_piece_of_it(tmp_path, monkeypatch):
+    """A gate command's evidence keeps the tail of its output, read from a byte offset: the offset may fall in a
+    key, and after a run of 4-byte characters the piece left there survives the cut to ``TAIL_CHARS``."""
+    key = "sk-ant-api03-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2  # as long as a real one
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    (tmp_path / "key.txt").write_text(key)
+    left = 100  # bytes of the key after the offset the tail is read from: a quarter of them would be kept
+    wide = (TAIL_CHARS * 4 - left) // 4  # then characters of 4 bytes up to the end
+    (tmp_path / "wide.txt").write_text("\U0001F600" * wide, encoding="utf-8")
+    env = {**os.environ, "ODIN_RUN_DIR": str(tmp_path)}
+    ev = run_command(GateCommand(cmd="cat key.txt wide.txt"), tmp_path, env)
+    assert ev.ok and ev.stdout_tail.endswith("\U0001F600")
+    assert [key[i:i + FRAGMENT_LENGTH] for i in range(len(key) - FRAGMENT_LENGTH + 1)
+            if key[i:i + FRAGMENT_LENGTH] in ev.stdout_tail] == []
