@@ -20,10 +20,12 @@ exact value with ``[redacted ANTHROPIC_API_KEY]``; an *encoded* form of a
 secret (base64, split in pieces, reversed) is not recognised.
 
 A text that was *cut* may hold a piece of a secret where it was cut. Where odin
-cuts a text, it redacts first; where someone else cut it (the SDK's bash tool
-keeps the tail of a long output, its grep the head), :func:`redact_cut` also
+cuts a text, it should redact first; as a safety net, :func:`redact` also
 redacts every piece of :data:`FRAGMENT_LENGTH` or more characters of a secret
-at a cut edge: the start or the end of the text, or beside a cut mark.
+beside a cut mark (:data:`CUT_MARK`: the SDK's ``[output truncated]``, odin's
+``…``). Where someone else cut a text (the SDK's bash tool keeps the tail of a
+long output, its grep the head), :func:`redact_cut` also redacts such a piece
+at the start or the end of the text.
 
 :func:`protect_process` additionally makes the driver non-dumpable on Linux,
 so that ``/proc/<driver>/environ`` (where a child could read the key the
@@ -49,9 +51,9 @@ EXTRA_VARS = "ODIN_SECRET_VARS"
 MIN_LENGTH = 8
 #: A piece of a secret this long or longer at a cut edge is redacted (:func:`redact_cut`).
 FRAGMENT_LENGTH = 16
-#: Where the SDK's tools cut an output: ``[output truncated]`` before the tail bash keeps,
-#: ``[output truncated at N bytes]`` after the head grep keeps (with the line breaks around them).
-CUT_MARK = re.compile(r"\s*\[output truncated(?: at \d+ bytes)?\]\s*")
+#: Where a text was cut: the SDK's ``[output truncated]`` (before the tail bash keeps) and ``[output truncated at N
+#: bytes]`` (after the head grep keeps), the judge context's ``[… N more characters cut``, and odin's ``…``.
+CUT_MARK = re.compile(r"\[output truncated(?: at \d+ bytes)?\]|\[… \d+ more characters cut|…")
 
 _registered: dict[str, str] = {}
 _lock = threading.Lock()
@@ -86,10 +88,14 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
 
 
 def redact_text(text: str, found: list[tuple[str, str]] | None = None) -> str:
-    """``text`` with every secret's exact value replaced by ``[redacted NAME]``."""
-    for value, name in secret_values() if found is None else found:
+    """``text`` with every secret's exact value replaced by ``[redacted NAME]``, and every piece of one of
+    :data:`FRAGMENT_LENGTH` or more characters beside a :data:`CUT_MARK`."""
+    found = secret_values() if found is None else found
+    for value, name in found:
         if value in text:
             text = text.replace(value, f"[redacted {name}]")
+    if found and ("…" in text or "[output truncated" in text):
+        text = _redact_edges(text, found, ends=False)
     return text
 
 
@@ -130,13 +136,19 @@ def redact_cut(data: Any, found: list[tuple[str, str]] | None = None) -> Any:
     found = secret_values() if found is None else found
     if not found:
         return data
-    return _redact(data, found, lambda text, f: _redact_edges(redact_text(text, f), f))
+    return _redact(data, found, lambda text, f: _redact_edges(redact_text(text, f), f, ends=True))
 
 
-def _redact_edges(text: str, found: list[tuple[str, str]]) -> str:
-    edges = [(0, True), (len(text), False)]  # (where, whether a secret's end may start there)
+def _redact_edges(text: str, found: list[tuple[str, str]], ends: bool) -> str:
+    """``text`` with every piece of a secret beside a cut mark, and at its ``ends``, redacted."""
+    edges = [(0, True), (len(text), False)] if ends else []  # (where, whether a secret's end may start there)
     for mark in CUT_MARK.finditer(text):
-        edges += [(mark.start(), False), (mark.end(), True)]
+        before, after = mark.start(), mark.end()
+        while before > 0 and text[before - 1].isspace():
+            before -= 1
+        while after < len(text) and text[after].isspace():
+            after += 1
+        edges += [(before, False), (after, True)]
     pieces = []
     for where, starts in edges:
         n, name = max(((_piece(text, where, value, starts), name) for value, name in found), default=(0, ""))
@@ -154,6 +166,9 @@ def _redact_edges(text: str, found: list[tuple[str, str]]) -> str:
 def _piece(text: str, where: int, value: str, starts: bool) -> int:
     """The length of the longest piece (at least :data:`FRAGMENT_LENGTH`) of ``value`` at ``where`` in
     ``text``: its end starting there (``starts``), or its beginning ending there."""
+    least = text[where:where + FRAGMENT_LENGTH] if starts else text[max(0, where - FRAGMENT_LENGTH):where]
+    if len(least) < FRAGMENT_LENGTH or least not in value:  # the usual case, found fast
+        return 0
     for n in range(len(value), FRAGMENT_LENGTH - 1, -1):
         if text.startswith(value[-n:], where) if starts else text.endswith(value[:n], 0, where):
             return n

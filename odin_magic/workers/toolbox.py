@@ -314,7 +314,7 @@ class RoleToolbox:
 
         async def call(**kwargs: Any) -> Any:
             args = {k: v for k, v in kwargs.items() if v is not None}
-            line = redact(describe_call(name, args))
+            line = redact(describe_call(name, redact(args)))  # redacted before the line cuts a long argument
             self._on_call(line)
             try:
                 result = await self._invoke(tool, name, args)

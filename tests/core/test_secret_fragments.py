@@ -76,3 +76,19 @@ def test_a_command_tail_cut_through_a_key_keeps_no_piece_of_it(tmp_path, monkeyp
     assert ev.ok and ev.stdout_tail.endswith("\U0001F600")
     assert [key[i:i + FRAGMENT_LENGTH] for i in range(len(key) - FRAGMENT_LENGTH + 1)
             if key[i:i + FRAGMENT_LENGTH] in ev.stdout_tail] == []
+
+
+def test_redact_takes_a_piece_beside_a_cut_mark_wherever_the_text_is_recorded():
+    """Every choke point's :func:`redact` (the event log, thread.json, each request) catches a piece beside a
+    cut mark: odin's ``…`` and the judge context's marker, as well as the SDK's."""
+    from odin_magic.core.secrets import redact
+
+    line = "bash: echo " + KEY[:20] + "…"
+    assert redact(line, FOUND) == "bash: echo " + MARK + "…"
+    assert redact("…\n" + KEY[-17:] + " rest", FOUND) == "…\n" + MARK + " rest"
+    judge = "x = '" + KEY[:33] + "\n[… 120 more characters cut: budget 48000]"
+    assert redact(judge, FOUND) == "x = '" + MARK + "\n[… 120 more characters cut: budget 48000]"
+    artifact = "KEY=" + KEY[:40] + "\n… (truncated; 70000 chars in total, read the rest with the read tool)"
+    assert redact(artifact, FOUND).startswith("KEY=" + MARK + "\n… (truncated;")
+    away = KEY[:20] + " is not beside a mark…"  # at the start, but redact does not look at the ends
+    assert redact(away, FOUND) == away

@@ -70,3 +70,16 @@ def test_a_key_at_the_end_of_a_long_output_is_redacted_whole(project: Path, monk
     assert "[output truncated]" in result and result.count("[redacted ANTHROPIC_API_KEY]") == 1
     assert pieces(json.dumps(fake.requests[1].body)) == []
     assert pieces((job.run_dir / "thread.json").read_text()) == []
+
+
+def test_a_long_command_whose_line_is_cut_through_a_key_leaves_no_piece(project: Path, monkeypatch):
+    """The live view's and the tool log's line for a call shows the first 120 characters of a command."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    command = "echo " + "y" * 100 + " " + KEY  # the line is cut in the key
+    fake, job, events = perform_calls(loop_from(LOOP), "build", project, [("bash", {"command": command})])
+    lines = events.of("tool")
+    assert lines and lines[0].endswith("…") and "[redacted" in lines[0]
+    assert pieces("\n".join(e.text for e in events)) == []
+    for path in (p for p in job.run_dir.rglob("*") if p.is_file()):
+        assert pieces(path.read_text(errors="replace")) == [], path
+    assert pieces(json.dumps(fake.requests[1].body["messages"][-1])) == []  # the model's own call is its to send
