@@ -9,6 +9,7 @@ of 16 characters of the key reaches the next request, ``thread.json`` or the too
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from anthropic.lib.tools.agent_toolset import BASH_OUTPUT_LIMIT
 
 from odin_magic.core.secrets import FRAGMENT_LENGTH
-from support.stage_jobs import loop_from, perform_calls
+from odin_magic.engine import judge_context
+from support.stage_jobs import loop_from, perform_calls, stage_job
 
 KEY = "sk-ant-api03-cut-edges-must-not-leak-0123456789abcdefABCDEF"
 #: what the SDK's shell prints after a command's output: a line break, its sentinel and the exit code
@@ -83,3 +85,31 @@ def test_a_long_command_whose_line_is_cut_through_a_key_leaves_no_piece(project:
     for path in (p for p in job.run_dir.rglob("*") if p.is_file()):
         assert pieces(path.read_text(errors="replace")) == [], path
     assert pieces(json.dumps(fake.requests[1].body["messages"][-1])) == []  # the model's own call is its to send
+
+
+def test_a_consume_the_judge_context_cuts_through_a_key_leaves_no_piece(project: Path, monkeypatch):
+    """The judge's context cuts an over-budget consume (then redacts the whole): wherever the cut falls in a
+    key, the piece before the marker is redacted with it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    loop = loop_from("""
+        name: judged
+        max_iterations: 2
+        stages:
+          - id: fix
+            consumes: [docs/big.md]
+            produces: [src/]
+            gate: {mode: ai, check: it works}
+    """)
+    job = stage_job(loop, "fix", project)
+    (project / "docs").mkdir()
+    big = project / "docs" / "big.md"
+    cut_in_a_key = 0
+    for shift in range(0, len(KEY), 5):  # the cut falls at every place of a key in turn
+        big.write_text("p" * shift + KEY * (2 * judge_context.JUDGE_CONTEXT_CHARS // len(KEY)))
+        sources = judge_context.Sources(job.stage, project, job.run_dir, consumes={"docs/big.md": big})
+        sent = judge_context.assemble(sources)
+        assert "more characters cut" in sent and KEY not in sent
+        shown = int(re.search(r"docs/big.md \(\d+ characters, (\d+) shown\)", sent).group(1))
+        cut_in_a_key += (shown - shift) % len(KEY) >= FRAGMENT_LENGTH  # the piece of a key the cut left
+        assert pieces(sent) == [], shift
+    assert cut_in_a_key  # some of the cuts fell in a key, and took its piece
