@@ -18,7 +18,7 @@ import sys
 from odin_magic import __version__
 from odin_magic.core.encoding import fit_streams
 from odin_magic.cli.common import (  # noqa: F401 - handed on: the helpers' old place
-    OdinParser, add_command, add_project, project_dir, refuse_unless_schedulable
+    OdinParser, RedactedStream, add_command, add_project, project_dir, refuse_unless_schedulable
 )
 from odin_magic.commands.spec import did_you_mean_text
 from odin_magic.core.errors import OdinError
@@ -76,7 +76,17 @@ def _reject_leading_option(parser: OdinParser, argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``odin`` command; everything it prints (usage errors included) has every secret redacted."""
     fit_streams(sys.stdout, sys.stderr)  # a cp1252 redirect gets [ok] for ✅, not a UnicodeEncodeError
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactedStream(out), RedactedStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     _reject_leading_option(parser, argv)

@@ -1,6 +1,7 @@
 """What every ``odin`` subcommand module shares: the parser class that reports a mistake as one
 line with a "did you mean", the ``--project`` option, a command's arguments added from its spec
-(:mod:`odin_magic.commands`), and the refusal of a loop that cannot run unattended."""
+(:mod:`odin_magic.commands`), the refusal of a loop that cannot run unattended, and the redacting
+streams everything the CLI prints passes through."""
 
 from __future__ import annotations
 
@@ -11,6 +12,27 @@ from pathlib import Path
 
 from odin_magic.commands.spec import did_you_mean_text, unknown_command
 from odin_magic.core.errors import OdinError, UsageError
+from odin_magic.core.secrets import redact_text
+
+
+class RedactedStream:
+    """A text stream (``sys.stdout``, ``sys.stderr``) whose every write has each configured secret redacted:
+    the CLI never echoes one, whether an argument held it (argparse repeats a wrong one), a file (``odin diff``,
+    ``odin validate``) or a message. A secret split over two writes is not recognised."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact_text(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):  # flush, fileno, isatty, encoding, ...: the stream's own
+        return getattr(self.stream, name)
 
 
 class OdinParser(argparse.ArgumentParser):

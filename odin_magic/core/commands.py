@@ -19,7 +19,7 @@ from typing import Mapping, Protocol
 
 from odin_magic.core.processes import GuardedCommand, Output
 from odin_magic.core.sandbox import SEAM_VARS, SandboxPolicy, SandboxUnavailable, clean_env
-from odin_magic.core.secrets import redact_text
+from odin_magic.core.secrets import redact_cut
 
 DEFAULT_COMMAND_TIMEOUT = 600.0
 TAIL_CHARS = 4000
@@ -50,12 +50,13 @@ class CommandEvidence:
 
 def _tail(f) -> str:
     """The last characters of a command's output, every configured secret redacted
-    (a command can read the driver's environment, e.g. ``cat /proc/$PPID/environ``)."""
+    (a command can read the driver's environment, e.g. ``cat /proc/$PPID/environ``), before it is cut, and
+    a piece of one where the reading began too."""
     f.seek(0, os.SEEK_END)
     size = f.tell()
     f.seek(max(0, size - TAIL_CHARS * 4))
     text = f.read().decode("utf-8", errors="replace")
-    return redact_text(text)[-TAIL_CHARS:]
+    return redact_cut(text)[-TAIL_CHARS:]
 
 
 #: Set by ipykernel; inherited, they make pytest and friends write colour codes

@@ -19,6 +19,14 @@ few choke points (see ``docs/engine.md``, "Secrets"). Redaction replaces the
 exact value with ``[redacted ANTHROPIC_API_KEY]``; an *encoded* form of a
 secret (base64, split in pieces, reversed) is not recognised.
 
+A text that was *cut* may hold a piece of a secret where it was cut. Where odin
+cuts a text, it should redact first; as a safety net, :func:`redact` also
+redacts every piece of :data:`FRAGMENT_LENGTH` or more characters of a secret
+beside a cut mark (:data:`CUT_MARK`: the SDK's ``[output truncated]``, odin's
+``…``). Where someone else cut a text (the SDK's bash tool keeps the tail of a
+long output, its grep the head), :func:`redact_cut` also redacts such a piece
+at the start or the end of the text.
+
 :func:`protect_process` additionally makes the driver non-dumpable on Linux,
 so that ``/proc/<driver>/environ`` (where a child could read the key the
 driver was started with) is readable by root only. It is no defence against a
@@ -30,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import sys
 import threading
 from typing import Any, Mapping
@@ -40,6 +49,11 @@ SECRET_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 EXTRA_VARS = "ODIN_SECRET_VARS"
 #: Values shorter than this are not redacted.
 MIN_LENGTH = 8
+#: A piece of a secret this long or longer at a cut edge is redacted (:func:`redact_cut`).
+FRAGMENT_LENGTH = 16
+#: Where a text was cut: the SDK's ``[output truncated]`` (before the tail bash keeps) and ``[output truncated at N
+#: bytes]`` (after the head grep keeps), the judge context's ``[… N more characters cut``, and odin's ``…``.
+CUT_MARK = re.compile(r"\[output truncated(?: at \d+ bytes)?\]|\[… \d+ more characters cut|…")
 
 _registered: dict[str, str] = {}
 _lock = threading.Lock()
@@ -74,10 +88,14 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
 
 
 def redact_text(text: str, found: list[tuple[str, str]] | None = None) -> str:
-    """``text`` with every secret's exact value replaced by ``[redacted NAME]``."""
-    for value, name in secret_values() if found is None else found:
+    """``text`` with every secret's exact value replaced by ``[redacted NAME]``, and every piece of one of
+    :data:`FRAGMENT_LENGTH` or more characters beside a :data:`CUT_MARK`."""
+    found = secret_values() if found is None else found
+    for value, name in found:
         if value in text:
             text = text.replace(value, f"[redacted {name}]")
+    if found and ("…" in text or "[output truncated" in text):
+        text = _redact_edges(text, found, ends=False)
     return text
 
 
@@ -92,23 +110,69 @@ def redact(data: Any, found: list[tuple[str, str]] | None = None) -> Any:
     return _redact(data, found)
 
 
-def _redact(data: Any, found: list[tuple[str, str]]) -> Any:
+def _redact(data: Any, found: list[tuple[str, str]], text: Any = redact_text) -> Any:
     if isinstance(data, str):
-        return redact_text(data, found)
+        return text(data, found)
     if isinstance(data, dict):
         out = {}
         changed = False
         for key, value in data.items():
-            k, v = _redact(key, found), _redact(value, found)
+            k, v = _redact(key, found, text), _redact(value, found, text)
             changed = changed or k is not key or v is not value
             out[k] = v
         return out if changed else data
     if isinstance(data, (list, tuple)):
-        items = [_redact(v, found) for v in data]
+        items = [_redact(v, found, text) for v in data]
         if all(a is b for a, b in zip(items, data)):
             return data
         return items if isinstance(data, list) else tuple(items)
     return data
+
+
+def redact_cut(data: Any, found: list[tuple[str, str]] | None = None) -> Any:
+    """``data`` as :func:`redact` gives it, and in each of its strings every piece of a secret of
+    :data:`FRAGMENT_LENGTH` or more characters at a cut edge also redacted: a secret's end at the start of the
+    string or just after a :data:`CUT_MARK`, its beginning at the end of the string or just before one."""
+    found = secret_values() if found is None else found
+    if not found:
+        return data
+    return _redact(data, found, lambda text, f: _redact_edges(redact_text(text, f), f, ends=True))
+
+
+def _redact_edges(text: str, found: list[tuple[str, str]], ends: bool) -> str:
+    """``text`` with every piece of a secret beside a cut mark, and at its ``ends``, redacted."""
+    edges = [(0, True), (len(text), False)] if ends else []  # (where, whether a secret's end may start there)
+    for mark in CUT_MARK.finditer(text):
+        before, after = mark.start(), mark.end()
+        while before > 0 and text[before - 1].isspace():
+            before -= 1
+        while after < len(text) and text[after].isspace():
+            after += 1
+        edges += [(before, False), (after, True)]
+    pieces = []
+    for where, starts in edges:
+        n, name = max(((_piece(text, where, value, starts), name) for value, name in found), default=(0, ""))
+        if n:
+            pieces.append((where, where + n, name) if starts else (where - n, where, name))
+    kept: list[tuple[int, int, str]] = []
+    for piece in sorted(pieces):
+        if not kept or piece[0] >= kept[-1][1]:  # the first of two that overlap
+            kept.append(piece)
+    for start, end, name in reversed(kept):  # from the end, so that the places hold
+        text = text[:start] + f"[redacted {name}]" + text[end:]
+    return text
+
+
+def _piece(text: str, where: int, value: str, starts: bool) -> int:
+    """The length of the longest piece (at least :data:`FRAGMENT_LENGTH`) of ``value`` at ``where`` in
+    ``text``: its end starting there (``starts``), or its beginning ending there."""
+    least = text[where:where + FRAGMENT_LENGTH] if starts else text[max(0, where - FRAGMENT_LENGTH):where]
+    if len(least) < FRAGMENT_LENGTH or least not in value:  # the usual case, found fast
+        return 0
+    for n in range(len(value), FRAGMENT_LENGTH - 1, -1):
+        if text.startswith(value[-n:], where) if starts else text.endswith(value[:n], 0, where):
+            return n
+    return 0
 
 
 def contains_secret(text: str) -> bool:
@@ -177,5 +241,6 @@ def is_dumpable() -> bool | None:
 
 __all__ = [
     "SECRET_VARS", "EXTRA_VARS", "MIN_LENGTH", "register", "secret_names", "secret_values", "redact",
-    "redact_text", "contains_secret", "redact_request", "protect_process", "is_dumpable",
+    "redact_text", "redact_cut", "FRAGMENT_LENGTH", "CUT_MARK", "contains_secret", "redact_request",
+    "protect_process", "is_dumpable",
 ]

@@ -52,7 +52,7 @@ from odin_magic.core.sandbox import HIDDEN, PROTECTED, SandboxPolicy, wrap
 from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
-from odin_magic.core.secrets import redact
+from odin_magic.core.secrets import redact, redact_cut
 
 #: Checks a file just written (its real path, and the path as the model named it).
 EditChecker = Callable[[Path, str], list[EditCheck]]
@@ -312,7 +312,7 @@ class RoleToolbox:
 
         async def call(**kwargs: Any) -> Any:
             args = {k: v for k, v in kwargs.items() if v is not None}
-            line = redact(describe_call(name, args))
+            line = redact(describe_call(name, redact(args)))  # redacted before the line cuts a long argument
             self._on_call(line)
             try:
                 result = await self._invoke(tool, name, args)
@@ -337,14 +337,15 @@ class RoleToolbox:
         if name in WRITE_TOOLS:
             await self._own_inode(str(args.get("file_path", "")))
         try:
-            # what a tool returns goes into the next request and thread.json: no secret in it
-            result = redact(await tool.call(args))
+            # what a tool returns goes into the next request and thread.json: no secret in it, nor a piece
+            # of one where the SDK cut a long output
+            result = redact_cut(await tool.call(args))
             if name == "grep" and isinstance(result, str):
                 result = self._unhidden(result)
             if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
                 result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
         except ToolError as exc:
-            clean = redact(exc.content)
+            clean = redact_cut(exc.content)
             if self._on_error is not None:
                 text = clean if isinstance(clean, str) else str(redact(str(exc)))
                 first = text.strip().splitlines()[-1:] or [""]
