@@ -132,3 +132,41 @@ def test_the_store_takes_names_as_changes_give_them(project):
     assert "-a = 1" in part and "other.py" not in part
     store.restore(before, paths=["lat\\xe9n.py"])
     assert read_bytes(project, b"lat\xe9n.py") == b"a = 1\n" and (project / "other.py").exists()
+
+
+SCOPED = """
+name: scoped
+max_iterations: 3
+stages:
+  - id: build
+    agent: executor
+    produces: [src/]
+    scope: ["src/**"]
+    gate: {mode: ai, check: built}
+"""
+
+OUT_OF_SCOPE = r"""
+stages:
+  build:
+    attempts:
+      - turns:
+          - tools:
+              - bash: {command: "python -c \"open(b'caf\\\\xe9.py','wb').write(b'x'); open(b'src/d\\\\xe9j\\\\xe0.txt','wb').write(b'new')\""}
+          - text: built
+      - turns:
+          - tools: [{write: {file_path: src/app.py, content: "print('new')\n"}}]
+          - text: built
+default_verdict: {status: DONE, passed: true}
+"""
+
+
+def test_an_out_of_scope_latin1_name_is_reverted_by_the_gate_and_named_as_text(project, write_loop):
+    write_loop(SCOPED)
+    seed(project)
+    engine, _ = scripted_engine(project, OUT_OF_SCOPE)
+    state = engine.start("scoped", "t")
+    first = state.history[0]
+    assert first.result == "fail" and "caf\\xe9.py (added) outside its scope" in first.reason
+    assert read_bytes(project, b"caf\xe9.py") is None  # removed under its real name
+    assert read_bytes(project, EDITED) == b"new"  # in scope: kept
+    assert state.status == "done"
