@@ -31,6 +31,7 @@ stages:
     - tools:
         - bash: {command: "python -c \"open(b'src/caf\\\\xe9.py','wb').write(b'x'); open(b'src/d\\\\xe9j\\\\xe0.txt','wb').write(b'new')\""}
         - write: {file_path: src/app.py, content: "print('new')\n"}
+        - glob: {pattern: "src/*.py"}
     - text: built
 default_verdict: {status: DONE, passed: true}
 """
@@ -80,6 +81,7 @@ def test_a_run_whose_worker_made_a_latin1_name_is_judged_reverted_and_recorded(p
     assert "--- caf\\xe9.py ---" in judge  # the produced folder's listing
     assert "diff --git a/src/caf\\xe9.py b/src/caf\\xe9.py" in judge  # the execution's diff
     assert "diff --git a/src/d\\xe9j\\xe0.txt" in judge
+    assert "/src/caf\\xe9.py\n" in judge[judge.index("$ glob src/*.py   [ok]"):]  # the worker's tool log
 
     diff = engine.diff()
     assert {f.change.path: f.change.kind for f in diff.files} == {
