@@ -2,7 +2,9 @@
 
 * **Revert** restores the project tree byte for byte to the checkpoint before a
   stage execution and sets the run to continue from that stage. Files changed
-  by hand since the run last left the tree are named and kept, unless forced.
+  by hand since the run last left the tree are named and kept, unless forced,
+  and so are the paths that could not be restored without undoing them (a file
+  in a folder the user replaced by a link: the link stays, never followed).
   The user's repository (``.git/``) is never restored: its branches are the user's.
 * **Fork** starts a new run from a point N of an existing run (its history and
   counters up to N, the tree restored to that point's checkpoint); the old run
@@ -66,9 +68,23 @@ def plan(checkpoints: Checkpoints, state: RunState, target: str, stage: str, num
         if known and checkpoints.exists(known):
             by_hand = {c.path for c in checkpoints.changes(known, now)}
         by_hand |= {p for p in restore if protected(p)}  # notebooks are the user's: kept unless forced
-    kept = sorted(p for p in restore if p in by_hand)
-    restore = [p for p in restore if p not in by_hand]
-    return Rewind(target, stage, number, restore, kept)
+    held = {p for p in restore if p in by_hand}
+    held |= entangled(restore, held)
+    return Rewind(target, stage, number, [p for p in restore if p not in held], sorted(held))
+
+
+def entangled(paths: list[str], kept: set[str]) -> set[str]:
+    """Those of ``paths`` that cannot be restored without undoing a ``kept`` path: below it (a file the stage
+    deleted from a folder the user has since replaced by a link or a file) or above it (a link the stage
+    removed where the user has since put files in the stage's folder). Kept with it, never followed."""
+    above = {folder for k in kept for folder in _folders(k)}
+    return {p for p in paths if p in above or any(folder in kept for folder in _folders(p))}
+
+
+def _folders(path: str) -> list[str]:
+    """The folders a path is in: ``a/b/c`` is in ``a`` and ``a/b``."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def revert_plan(checkpoints: Checkpoints, state: RunState, selector: str | None, to: int | None,

@@ -34,6 +34,13 @@ def to_user(path: str) -> str:
     return USER_GIT + path[len(TREE_GIT):] if path.startswith(TREE_GIT) else path
 
 
+def shown(path: str) -> str:
+    """A tree path as text, the way every change names it: a byte that is not UTF-8 (kept as a surrogate by
+    ``surrogateescape``) as ``\\xNN``, so a name reaches a model request, an event or a report as valid text; the
+    store maps it back to the real bytes (:meth:`Checkpoints.restore`, ``diff``, ``changed_lines``)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def to_tree(path: str) -> str:
     """A changed path as the checkpoint tree holds it."""
     return TREE_GIT + path[len(USER_GIT):] if path.startswith(USER_GIT) else path

@@ -365,27 +365,41 @@ class Checkpoints:
                 a, d, path = item.split(b"\t", 2)
                 counts[path.decode("utf-8", "surrogateescape")] = (
                     None if a == b"-" else int(a), None if d == b"-" else int(d))
-        return sorted((Change(listing.to_user(p), k, *counts.get(p, (0, 0))) for p, k in kinds.items()),
+        return sorted((Change(listing.shown(listing.to_user(p)), k, *counts.get(p, (0, 0))) for p, k in kinds.items()),
                       key=lambda c: c.path)
 
     @_pinned
     def diff(self, before: str, after: str, paths: list[str] | None = None, errors: str = "replace") -> str:
-        """The unified diff from ``before`` to ``after`` (binary files named, not shown); ``errors`` decodes
-        it (``"surrogateescape"`` keeps a file name that is not UTF-8 as :meth:`changes` names it)."""
-        out = self._git("diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", before, after,
-                        "--", *map(listing.to_tree, paths or []))
+        """The unified diff from ``before`` to ``after`` (binary files named, not shown), of ``paths`` (named as
+        :meth:`changes` names them) or every file; ``errors`` decodes it (``"surrogateescape"`` keeps the bytes
+        of a file name that is not UTF-8)."""
+        picked = self._tree_paths(paths, before, after)
+        if picked == []:
+            return ""
+        out = self._git("--literal-pathspecs", "diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff",
+                        before, after, "--", *(picked or []))
         return _user_names(out.decode("utf-8", errors))
+
+    def _tree_paths(self, paths: list[str] | None, *trees: str) -> list[str] | None:
+        """The real tree paths of ``trees`` that ``paths`` (as changes name them: :func:`listing.shown`) stand
+        for; None for every path."""
+        if not paths:
+            return None
+        wanted = {listing.to_tree(p) for p in paths}
+        return sorted({p for tree in trees for p in self.entries(tree) if listing.shown(p) in wanted})
 
     @_pinned
     def changed_lines(self, before: str, after: str, paths: list[str] | None = None) -> dict[str, list[tuple[int, int]]]:
         """The lines of ``after`` that differ from ``before``, per changed file: inclusive ``(first, last)`` ranges
         from the hunks of the diff (no context lines). A hunk that only deletes lines marks the lines on both
         sides of the gap; an added file is all changed; a deleted or binary file has no entry."""
-        if before == after:
+        picked = self._tree_paths(paths, before, after)
+        if before == after or picked == []:
             return {}
-        out = self._git("diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color", "--no-ext-diff", before, after,
-                        "--", *map(listing.to_tree, paths or []))
-        return hunk_ranges(_user_names(out.decode("utf-8", "surrogateescape")))
+        out = self._git("--literal-pathspecs", "diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color",
+                        "--no-ext-diff", before, after, "--", *(picked or []))
+        ranges = hunk_ranges(_user_names(out.decode("utf-8", "surrogateescape")))
+        return {listing.shown(path): lines for path, lines in ranges.items()}
 
     @_pinned
     def entries(self, checkpoint: str) -> dict[str, Entry]:
@@ -443,20 +457,17 @@ class Checkpoints:
         return CheckpointError(f"{what}; the files are as they were", hint="mend what the error names, then try again")
 
     def _mixed(self, current: str, target: str, paths: list[str]) -> str:
-        """A tree equal to ``current`` except that ``paths`` are as in ``target`` (written to a scratch index)."""
+        """A tree equal to ``current`` except that ``paths`` (tree paths named as :func:`listing.shown` names them)
+        are as in ``target`` (written to a scratch index, under their real bytes)."""
         now, then = self.entries(current), self.entries(target)
-        lines = []
-        for path, entry in now.items():
-            if path not in paths:
-                lines.append(f"{entry.mode} {entry.sha}\t{path}")
-        for path in paths:
-            if path in then:
-                lines.append(f"{then[path].mode} {then[path].sha}\t{path}")
+        chosen = set(paths)
+        lines = [f"{e.mode} {e.sha}\t{p}" for p, e in now.items() if listing.shown(p) not in chosen]
+        lines += [f"{e.mode} {e.sha}\t{p}" for p, e in then.items() if listing.shown(p) in chosen]
         scratch = self.root / (INDEX_NAME + ".scratch")
         env = {**self._env, "GIT_INDEX_FILE": str(scratch)}
         try:
             scratch.unlink(missing_ok=True)
-            for args, data in ((["update-index", "-z", "--index-info"], "".join(ln + "\0" for ln in lines).encode()),
+            for args, data in ((["update-index", "-z", "--index-info"], "".join(ln + "\0" for ln in lines).encode("utf-8", "surrogateescape")),
                                (["write-tree"], None)):
                 proc = self._run(*args, input=data, env=env)
                 if proc.returncode != 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from odin_magic.runs.checkpoint_listing import shown
 from odin_magic.runs.checkpoints import Change, Checkpoints
 from odin_magic.core.errors import UsageError
 from odin_magic.runs.state import HistoryEntry, RunState
@@ -154,8 +155,19 @@ def file_diffs(checkpoints: Checkpoints, before: str, after: str) -> list[FileDi
     checkpoints.require(after)
     changes = checkpoints.changes(before, after)
     parts = split_diff(checkpoints.diff(before, after, errors="surrogateescape")) if changes else {}
-    parts = {path: text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for path, text in parts.items()}
+    parts = {shown(path): _as_text(text) for path, text in parts.items()}
     return [FileDiff(c, parts.get(c.path, "")) for c in changes]
+
+
+def _as_text(part: str) -> str:
+    """A file's part of the diff (bytes that are not UTF-8 kept as surrogates) as valid text: its header lines
+    name the file as its change does (:func:`shown`: such a byte as ``\\xNN``), its hunks show such a byte
+    as U+FFFD."""
+    out, header = [], True
+    for line in part.splitlines(keepends=True):
+        header = header and not line.startswith("@@")
+        out.append(line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace" if header else "replace"))
+    return "".join(out)
 
 
 def _net_diff(checkpoints: Checkpoints, state: RunState, stage: str | None) -> StageDiff:

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from odin_magic.core.confine import describe, is_confined
 from odin_magic.loop.schema import Loop, Stage
 from odin_magic.loop.roles import STUB_DIR, RolePolicy
+from odin_magic.runs.checkpoint_listing import shown
 from odin_magic.workers.base import CommandEvidence, JudgeJob, StageJob
 
 ARTIFACT_CHARS = 60_000  # of one artifact put into a prompt
@@ -79,7 +80,7 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
     """
     path = Path(path)
     if roots and not is_confined(path, roots):
-        return f"(not read: {describe(path, roots, roots[0])})"
+        return shown(f"(not read: {describe(path, roots, roots[0])})")
     if path.is_dir():
         parts: list[str] = []
         budget = limit
@@ -90,7 +91,7 @@ def read_artifact(path: Path, limit: int = ARTIFACT_CHARS, roots: Sequence[Path]
                 break
             body = read_artifact(child, min(budget, limit // 2), roots, truncated)
             label = " (known-bad stub: do not copy)" if stub is not None and child.is_relative_to(stub) else ""
-            parts.append(f"--- {child.relative_to(path)}{label} ---\n{body}")
+            parts.append(f"--- {shown(child.relative_to(path).as_posix())}{label} ---\n{body}")  # a name as text
             budget -= len(body)
         return "\n".join(parts) if parts else "(empty directory)"
     if not path.exists():
@@ -217,7 +218,7 @@ def stage_brief(job: StageJob, policy: RolePolicy, persona: str | None, *, fresh
             text = read_artifact(path, roots=_roots(job), truncated=cut)
             parts.append(f"\n=== {entry} ({_rel(path, job.project_dir)}) ===\n{text}")
             if shortened is not None:
-                shortened += [entry if f == path else f"{entry}{f.relative_to(path).as_posix()}" for f in cut]
+                shortened += [entry if f == path else shown(f"{entry}{f.relative_to(path).as_posix()}") for f in cut]
         content.append({"type": "text", "text": "\n".join(parts)})
     return content
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from odin_magic.core.atomic import open_append, open_dir
 from odin_magic.core.confine import LinkInPath
 from odin_magic.core.secrets import redact
+from odin_magic.runs.checkpoint_listing import shown
 
 LOG_DIR = "tool-log"
 OUTPUT_LINES = 8  # of a call's result kept in the log
@@ -61,7 +62,8 @@ class ToolLog:
     def record(self, call: str, status: str, output: str) -> None:
         """One call: its line (``bash: pytest -q``, already redacted), how it ended (``exit 0``, ``error``,
         ``refused``) and the first lines of its result."""
-        entry = {"call": call, "status": status, "output": redact(first_lines(output))}
+        # a file name that is not UTF-8 (a glob's output) as text, each such byte as \xNN, as changes name it
+        entry = {"call": shown(call), "status": status, "output": redact(shown(first_lines(output)))}
         try:  # never through a link a worker put in its place, nor one in the folders above it
             out = open_append(self.path, self.run_dir)
         except (OSError, LinkInPath):
