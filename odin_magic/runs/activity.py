@@ -129,7 +129,10 @@ def begin(run_dir: Path | str, stage_id: str, boxed: bool) -> StageActivity:
     if record.run_dir is None:
         return record
     with _LOCK:
+        previous = _RECORDS.get(_key(run_dir, stage_id))
         _RECORDS[_key(run_dir, stage_id)] = record
+    if previous is not None and previous.clock is not None:
+        previous.clock.close()  # its tools were never closed: it vouches for nothing, and holds no file open
     return record
 
 
