@@ -167,9 +167,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
     entries = mem.entries(args.kind)
     if args.json:
         print(json.dumps([asdict(e) for e in entries], indent=2))
-    elif not entries:
-        print(f"no memory yet ({mem.dir}): entries are written as runs end")
     else:
-        for e in entries:
-            print(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}  {e.at}\n    {e.text}")
+        from odin_magic.render.loop_text import memory_text
+
+        print(memory_text(mem.dir, entries))
     return 0

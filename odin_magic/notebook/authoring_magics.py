@@ -86,6 +86,7 @@ def _decide(refinements, action: str, proposal_id: str) -> str:
 
 def cmd_memory(magics, args):
     from odin_magic.learning.memory import Memory
+    from odin_magic.render.loop_text import memory_text
 
     mem = Memory(magics.project_dir)
     words = list(args.words)
@@ -98,11 +99,7 @@ def cmd_memory(magics, args):
         return MessageDisplay(f"cleared {mem.clear()} entries")
     if words:
         raise UsageError("usage: %odin memory [remove ID | clear --force]")
-    entries = mem.entries()
-    if not entries:
-        return MessageDisplay("no memory yet: decisions and lessons are written as runs end")
-    return TextBlockDisplay("\n".join(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}\n    {e.text}"
-                                    for e in entries))
+    return TextBlockDisplay(memory_text(mem.dir, mem.entries()))  # `odin memory`'s text
 
 
 COMMANDS = {"new": cmd_new, "refine": cmd_refine, "memory": cmd_memory}
