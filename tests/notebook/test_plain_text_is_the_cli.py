@@ -65,7 +65,7 @@ def same_as_the_cli(ip, project, line: str) -> None:
 
 
 ENDED = ("status", "status --history", "list", "runs", "validate", "show tiny", "simulate tiny", "diff",
-         "diff write", "diff write --net", "memory", "doctor", "report")
+         "diff write", "diff write --net", "memory", "doctor", "report", "refine", "refine tiny", "refine list")
 
 
 @pytest.mark.parametrize("line", ENDED)
