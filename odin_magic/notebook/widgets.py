@@ -205,6 +205,7 @@ class RunView:
         sources = sources or ViewSources()
         self.diff_source = sources.diff  # the paused stage's StageDiff, for the approval panel
         self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
+        self._sent_text: str | None = None  # the text/plain the display last got
         self.run_dir_for = sources.run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
         self.question_panel_source = sources.question_panel  # the interview's own panel, when installed
         self.question_source = sources.question  # the interview's waiting question, as text
@@ -254,7 +255,7 @@ class RunView:
     def _repr_mimebundle_(self, **kwargs) -> dict:
         """The widget where widgets render; elsewhere (nbconvert, GitHub's viewer) the run's text status."""
         data = self.widget._repr_mimebundle_(**kwargs)
-        data["text/plain"] = self.text_status()
+        data["text/plain"] = self._sent_text = self.text_status()
         return data
 
     def text_status(self) -> str:
@@ -263,8 +264,14 @@ class RunView:
         return StatusDisplay(self.state, self.loop).text()
 
     def _refresh_display(self) -> None:
-        """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status."""
-        if self.display_handle is not None:
+        """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status; only when
+        that text changed: a front end draws the view anew on each update, and a click on a button of the view
+        it replaces is lost."""
+        if self.display_handle is None:
+            return
+        text = self.text_status()
+        if text != self._sent_text:
+            self._sent_text = text
             self.display_handle.update(self)
 
     def _stage_ids(self) -> list[str]:
@@ -317,6 +324,7 @@ class RunView:
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
             self._show_usage(state.usage.total)
+            self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
             done = state.status in ("done", "failed", "abandoned")
             waiting = state.status in ("awaiting_approval", "awaiting_answer")
             self.stop_button.disabled = done or waiting
@@ -344,7 +352,6 @@ class RunView:
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
-            self._refresh_display()
 
     def _show_usage(self, total: Usage) -> None:
         self.usage.value = f"tokens {total.total_tokens:,}, cost {cost_text(total)}"

@@ -199,3 +199,24 @@ def test_the_approval_panel_shows_the_stage_diff_and_reverts_it(tmp_path):
     state = engine.status()
     assert (state.status, state.current_stage) == ("running", "write")
     assert "reverted to before execution 1 (write)" in view.status_line.value
+
+
+def test_the_view_is_sent_again_only_when_its_text_changed(tmp_path):
+    """A front end draws the whole view anew on each display update, and a click on a button of the view it
+    replaces is lost: the same pause shown twice (announced, then the drive's end) sends no second update."""
+    from IPython.display import display
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    start_ipython()
+    engine, view, actions, state = drive(tmp_path, [])
+    with capture_output() as shown:
+        view.display_handle = display(view, display_id=True)
+        view.show_state(engine.status())  # the pause it already shows
+        view.show_state(engine.status())
+    assert len(shown.outputs) == 1  # the first display, no update
+    view.approval.approve_button.click()
+    with capture_output() as shown:
+        view.show_state(engine.status())  # done: a new text
+        view.show_state(engine.status())
+    assert len(shown.outputs) == 1 and "done" in shown.outputs[0].data["text/plain"]
