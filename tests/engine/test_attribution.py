@@ -220,3 +220,23 @@ def test_a_blocked_judge_undoes_the_stage_but_not_an_edit_made_outside_the_run(p
     assert not (project / "src" / "new.py").exists()  # the stage's work, undone
     assert app.read_text() == "print('app')\n# an editor's save\n"  # the user's edit, kept
     assert "reverted: 1 file(s)" in state.blocked.reason
+
+
+def test_odin_diff_names_a_file_changed_outside_the_run(project, write_loop):
+    """The stage's diff still shows the file (the tree changed), marked as not the stage's work, in text and HTML."""
+    from odin_magic.render.diff_view import DiffDisplay
+
+    write_loop(REVIEW_LOOP)
+    app = setup_src(project)
+    engine, _ = engine_editing_while_thinking(
+        project, REVIEW.format(tool='read: {file_path: "src/app.py"}'), at=2,
+        edit=someone_appends(project, app, "# an editor's save\n"))
+    state = engine.start("reviewed", "t")
+    shown = engine.diff()
+    (f,) = shown.files
+    assert f.change.path == "src/app.py" and f.outside.startswith("changed outside the run")
+    text = shown.text()
+    assert "not the stage's work (its gate found them changed outside the run):" in text
+    assert "src/app.py" in text and "+# an editor's save" in text
+    assert "changed outside the run" in DiffDisplay(shown).html()
+    assert state.status == "done"
