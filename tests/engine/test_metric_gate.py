@@ -103,8 +103,11 @@ def test_a_change_that_makes_the_figure_worse_fails_its_gate_and_loops_back(proj
     assert worse["baseline"]["figure"] == 182 and worse["figure"] == 201 and worse["delta"] == 19
     assert worse["after"]["samples"] == [201, 201, 201] and worse["change"] == "worse"
     assert "p95 latency: 201.0 ms" in worse["after"]["runs"][0]["stdout_tail"]  # the command's output
-    better = metric_of(engine, state, 3)  # its baseline: the tree the failed attempt left (201)
-    assert better["baseline"]["figure"] == 201 and better["figure"] == 151 and better["passed"]
+    better = metric_of(engine, state, 3)  # its baseline: the tree the failed attempt left (201), measured as it
+    assert better["baseline"]["figure"] == 201 and better["figure"] == 151 and better["passed"]  # was gated
+    assert better["baseline"]["cached"] is True
+    taken = measurements.read(engine.run_dir(state.run_id))
+    assert [(m.role, m.figure) for m in taken] == [("after", 201), ("baseline", 182), ("after", 151)]
     assert "metric: p95 latency 201 ms → 151 ms (−25%) ✅" in [e.text for e in events]
 
 
