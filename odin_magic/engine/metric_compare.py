@@ -80,8 +80,8 @@ def _no_baseline(m: Measure, after: Figures, error: str) -> Decision:
     if m.target is None:
         return Decision(False, summary(m, after, None, False), "unknown", blocked={
             "reason": f"{m.label}: the baseline could not be measured: {error}",
-            "fix": "make the before-tree measurable (the measure command must run in a copy of it), or pin "
-                   "`baseline: <number>`, or give a `target`"})
+            "fix": "make the measure command work in a copy of the before-tree, or (in a new run: a running run "
+                   "keeps its loop) pin `baseline: <number>` or give a `target`"})
     passed = bool(_reached(m, after.figure))
     line = summary(m, after, None, passed)
     reason = None if passed else f"{line}: the target is not reached (the target alone decides: the baseline " \

@@ -264,3 +264,29 @@ def test_a_baseline_noisier_than_the_tolerance_does_not_decide(project, write_lo
     assert state.status == "blocked" and state.history[-1].failure == "environment"
     assert "the measurement is noisier than the tolerance: raise repeat or tolerance" in state.blocked.reason
     assert state.total_iterations == 0
+
+
+def test_a_gate_checked_again_after_a_block_measures_against_the_recorded_before_checkpoint(project, write_loop):
+    make_project(project, measure_py=None)
+    write_loop(f"""
+    name: tune
+    max_iterations: 5
+    memory: false
+    regression: false
+    stages:
+      - id: tune
+        gate:
+          mode: ai
+          check: faster
+          measure: {{cmd: "python bench_tool.py", regex: '{REGEX}', direction: lower, target: 160, repeat: 1}}
+    """)
+    events = Events()
+    engine, _ = scripted_engine(project, script("151"), events)
+    state = engine.start("tune", "make it faster")
+    assert state.status == "blocked" and "bench_tool.py does not exist" in state.blocked.reason
+    (project / "bench_tool.py").write_text(MEASURE_PY)  # the user fixes the environment
+    state = engine.run()  # the gate alone is checked again
+    assert state.status == "done" and events.kinds().count("stage_started") == 1
+    metric = metric_of(engine, state, 1)
+    assert metric["figure"] == 151 and metric["baseline"]["tree"] == state.history[0].checkpoint
+    assert "bench_tool.py does not exist" in metric["baseline"]["error"]  # the before-tree has no tool: the target
