@@ -88,7 +88,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
     import json
 
     from odin_magic.learning.refine import Refinements, refine
-    from odin_magic.render.refine_view import render_proposal, render_result
+    from odin_magic.render.refine_view import decided_text, proposals_text, render_result
 
     project = project_dir(args)
     words = list(args.words)
@@ -99,11 +99,9 @@ def cmd_refine(args: argparse.Namespace) -> int:
         refinements = Refinements(project)
         if action == "apply":
             proposal, path = refinements.apply(words[1], _now())
-            print(f"applied {proposal.id}: {proposal.title}\nwrote {path} (version {proposal.applied_version}); "
-                  f"the previous version is in {refinements.history_dir}")
+            print(decided_text(proposal, path, refinements.history_dir))
         else:
-            proposal = refinements.reject(words[1], _now())
-            print(f"rejected {proposal.id}: {proposal.title}")
+            print(decided_text(refinements.reject(words[1], _now())))
         return 0
     if action == "list":
         if len(words) > 2:
@@ -112,7 +110,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps([p.model_dump(mode="json") for p in proposals], indent=2))
         else:
-            print("\n".join(render_proposal(p, diff=False) for p in proposals) or "no proposals")
+            print(proposals_text(proposals))
         return 0
     if len(words) > 1:
         raise UsageError("usage: odin refine [LOOP]  (or: apply ID, reject ID, list [LOOP])")
@@ -167,9 +165,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
     entries = mem.entries(args.kind)
     if args.json:
         print(json.dumps([asdict(e) for e in entries], indent=2))
-    elif not entries:
-        print(f"no memory yet ({mem.dir}): entries are written as runs end")
     else:
-        for e in entries:
-            print(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}  {e.at}\n    {e.text}")
+        from odin_magic.render.loop_text import memory_text
+
+        print(memory_text(mem.dir, entries))
     return 0

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from odin_magic.cli.common import add_command, project_dir
 from odin_magic.commands import loops as loop_args
 from odin_magic.core.errors import OdinError, UsageError
+from odin_magic.render.loop_text import checked_line, loop_list_text, loop_rows, render_loop
 
 if TYPE_CHECKING:  # annotations only; the rest loads on first call: building the parser (``odin --help``) stays cheap
-    from odin_magic.loop.schema import Loop
     from odin_magic.loop.validation import ValidationReport
 
 
@@ -83,9 +83,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for report in reports:  # a file that could not be read is told on stderr, as other usage errors are
             print(report.format(), file=sys.stderr if report.unreadable else sys.stdout)
         if len(reports) > 1:
-            checked = [r for r in reports if r.unreadable is None]
-            missing = f"; {len(unreadable)} missing or unreadable" if unreadable else ""
-            print(f"{len(checked)} file(s) checked, {sum(not r.ok for r in checked)} invalid{missing}")
+            print(checked_line(reports))
     if unreadable:
         return 2
     return 0 if all(r.ok for r in reports) else 1
@@ -152,9 +150,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    if not entries:
-        print("no loops found")
-        return 0
+    print(loop_list_text(loop_rows(entries, active)))
+    return 0
     width = max(len(e.name) for e in entries)
     for e in entries:
         source = "project (overrides built-in)" if e.overrides_builtin else e.source
@@ -167,66 +164,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         if not e.valid:
             print(f"{'':<{width}}  `odin validate {e.name}` shows what to fix")
     return 0
-
-
-def _agent_text(stage) -> str:
-    agent = stage.resolved_agent
-    if agent.role is None:
-        return agent.label  # plain "inline" or "fresh"
-    return f"{agent.role} ({'fresh' if agent.fresh else 'inline'})"
-
-
-def render_loop(loop: Loop, source: str) -> str:
-    """A plain-text picture of a loop: its stages in order, gates, roles and loopbacks."""
-    lines = [f"{loop.name}" + (f" (version {loop.version})" if loop.version is not None else "")]
-    if loop.description:
-        lines.append(f"  {loop.description.strip()}")
-    limits = [f"max_iterations {loop.max_iterations}"]
-    if loop.max_no_progress:
-        limits.append(f"max_no_progress {loop.max_no_progress}")
-    if loop.timeout_seconds:
-        limits.append(f"timeout {loop.timeout_seconds:g}s")
-    if loop.budget:
-        if loop.budget.max_tokens:
-            limits.append(f"max {loop.budget.max_tokens} tokens")
-        if loop.budget.max_usd:
-            limits.append(f"max ${loop.budget.max_usd:g}")
-    lines.append(f"  source: {source}")
-    lines.append(f"  limits: {', '.join(limits)}")
-    lines.append("")
-    ids = loop.stage_ids()
-    width = max(len(i) for i in ids)
-    for n, stage in enumerate(loop.stages, 1):
-        gate = stage.gate
-        pause = "  (pauses for approval)" if gate.pauses else ""
-        lines.append(f"{n:>2}. {stage.id:<{width}}  gate {gate.mode:<8}  agent {_agent_text(stage)}{pause}")
-        if stage.title:
-            lines.append(f"    {stage.title}")
-        if stage.interview:
-            lines.append(f"    deep interview: threshold {stage.interview.threshold:g}, hard cap {stage.interview.hard_cap}")
-        if stage.consumes:
-            lines.append(f"    consumes: {', '.join(stage.consumes)}")
-        if stage.produces:
-            lines.append(f"    produces: {', '.join(stage.produces)}")
-        lines.append(f"    check: {' '.join(gate.check.split())}")
-        for command in gate.commands:
-            timeout = f"  (timeout {command.timeout:g}s)" if command.timeout else ""
-            lines.append(f"    run: {' '.join(command.cmd.split())}{timeout}")
-        if gate.on_fail:
-            back = ids.index(gate.on_fail) + 1
-            lines.append(f"    on fail: back to {gate.on_fail} (stage {back})")
-        else:
-            lines.append("    on fail: retry this stage")
-        if n < len(loop.stages):
-            lines.append("     |")
-    lines.append("    done")
-    edges = [(s.id, s.gate.on_fail) for s in loop.stages if s.gate.on_fail]
-    if edges:
-        lines.append("")
-        lines.append("loopbacks:")
-        for src, dst in edges:
-            lines.append(f"  {src} --fail--> {dst}")
-    return "\n".join(lines)
 
 
 def _loop_path(arg: str, args: argparse.Namespace) -> Path:

@@ -18,7 +18,9 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from odin_magic.engine import completion, frozen, gates, judge_context, judging, metric_gate, mutation, scope
+from odin_magic.engine import (
+    attribution, completion, frozen, gates, judge_context, judging, metric_gate, mutation, scope
+)
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
 from odin_magic.loop.sandboxing import stage_sandbox
@@ -112,16 +114,17 @@ def run_gate(gate: StageGate) -> tuple[gates.GateOutcome, completion.CompletionR
 
 def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ...] = ()) -> bool:
     """What the stage changed, its risky files; changes outside its scope are reverted (but those already
-    ``restored``) and fail the gate."""
-    ckpt, engine = gate.ckpt, gate.engine
+    ``restored``) and fail the gate. Changes made outside the run (see attribution) are listed, never reverted."""
+    ckpt, engine, run_dir = gate.ckpt, gate.engine, gate.session.handle.run_dir
     if ckpt is None:
         return True
-    parts.changes = [c.to_dict() for c in ckpt.changes]
-    parts.risky = scope.risky(gate.session.loop, ckpt.changes)
-    if not ckpt.changes:
+    found = attribution.attribute(ckpt.changes, engine.project_dir, run_dir, gate.stage.id)  # changed outside the run:
+    parts.changes = found.annotated(ckpt.changes)  # shown as such, never reverted nor blamed on the stage
+    parts.risky = scope.risky(gate.session.loop, found.stage)
+    if not found.stage:
         return True
-    rule = scope.rule_for(gate.stage, engine.project_dir, gate.session.handle.run_dir)
-    bad = scope.violations(rule, ckpt.changes)
+    rule = scope.rule_for(gate.stage, engine.project_dir, run_dir)
+    bad = scope.violations(rule, found.stage)
     if not bad:
         return True
     parts.reverted = [c.path for c in bad if c.path not in restored]
@@ -204,7 +207,8 @@ def check_completion(gate: StageGate, parts: gates.GateParts) -> bool:
     finishing = not gate.stepping or stage.gate.pauses or bool(parts.risky)  # a stepped pause is approved to done
     if not finishing or s.loop.next_stage_id(stage.id) is not None:
         return True
-    report = check_done(gate, outcome_changed=any(not c["path"].endswith(".ipynb") for c in parts.changes))
+    report = check_done(gate, outcome_changed=any(
+        not c["path"].endswith(".ipynb") and not c.get("outside") for c in parts.changes))
     parts.completion = report.to_dict()
     gate.done.append(report)
     if gate.engine._add_usage(s, stage.id, report.judge_usage):

@@ -1,8 +1,10 @@
 """Scope: which files a stage may change, and which changes need a human's sign-off.
 
 After a stage's work the engine compares the checkpoints before and after it
-(:mod:`odin_magic.runs.checkpoints`) and checks every changed file, whoever changed
-it (a file tool or ``bash``):
+(:mod:`odin_magic.runs.checkpoints`) and checks every changed file the stage made, whichever
+of its tools changed it (a file tool or ``bash``). A change made outside the run (odin's own output file,
+an editor's save while the stage's tools were idle: :mod:`odin_magic.engine.attribution`) is not the
+stage's: never checked against its scope, never reverted.
 
 * **The role's write rule**: explore writes nothing; planner and reviewer
   their ``produces``; critic its ``produces`` (and ``harness/stub/``, which is

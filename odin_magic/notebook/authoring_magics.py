@@ -48,16 +48,23 @@ def cmd_new(magics, args):
 def cmd_refine(magics, args):
     from odin_magic.learning.refine import Refinements, refine
     from odin_magic.notebook.refine_panel import proposal_panel
-    from odin_magic.render.refine_view import RefineDisplay
+    from odin_magic.render.refine_view import RefineDisplay, proposals_text
 
     words = list(args.words)
     refinements = Refinements(magics.project_dir)
     if words[:1] in (["apply"], ["reject"]):
         if len(words) != 2:
-            raise UsageError(f"usage: %odin refine {words[0]} ID")
-        return MessageDisplay(_decide(refinements, words[0], words[1]))
+            raise UsageError(f"usage: %odin refine {words[0]} ID", hint="`%odin refine list` shows the proposal ids")
+        return TextBlockDisplay(_decide(refinements, words[0], words[1]))
+    if words[:1] == ["list"]:
+        if len(words) > 2:
+            raise UsageError("usage: %odin refine list [LOOP]")
+        proposals = refinements.all(words[1] if len(words) == 2 else None)
+        if args.json:
+            return [p.model_dump(mode="json") for p in proposals]
+        return TextBlockDisplay(proposals_text(proposals))  # `odin refine list`'s text
     if len(words) > 1:
-        raise UsageError("usage: %odin refine [LOOP]  (or: apply ID, reject ID)")
+        raise UsageError("usage: %odin refine [LOOP]  (or: apply ID, reject ID, list [LOOP])")
     settings = factory = None
     if args.model:
         from odin_magic.authoring.new_loop import model_for_refine
@@ -76,16 +83,17 @@ def cmd_refine(magics, args):
 
 
 def _decide(refinements, action: str, proposal_id: str) -> str:
+    from odin_magic.render.refine_view import decided_text
+
     if action == "apply":
         proposal, path = refinements.apply(proposal_id, _now())
-        return (f"applied {proposal.id}: {proposal.title}; wrote {path} (version {proposal.applied_version}), "
-                f"the previous version is kept in .odin-loop/loops/.history/")
-    proposal = refinements.reject(proposal_id, _now())
-    return f"rejected {proposal.id}: {proposal.title}"
+        return decided_text(proposal, path, refinements.history_dir)
+    return decided_text(refinements.reject(proposal_id, _now()))
 
 
 def cmd_memory(magics, args):
     from odin_magic.learning.memory import Memory
+    from odin_magic.render.loop_text import memory_text
 
     mem = Memory(magics.project_dir)
     words = list(args.words)
@@ -98,11 +106,7 @@ def cmd_memory(magics, args):
         return MessageDisplay(f"cleared {mem.clear()} entries")
     if words:
         raise UsageError("usage: %odin memory [remove ID | clear --force]")
-    entries = mem.entries()
-    if not entries:
-        return MessageDisplay("no memory yet: decisions and lessons are written as runs end")
-    return TextBlockDisplay("\n".join(f"{e.id}  {e.kind:<8}  stage {e.stage}  run {e.run_id}\n    {e.text}"
-                                    for e in entries))
+    return TextBlockDisplay(memory_text(mem.dir, mem.entries()))  # `odin memory`'s text
 
 
 COMMANDS = {"new": cmd_new, "refine": cmd_refine, "memory": cmd_memory}

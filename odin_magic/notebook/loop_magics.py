@@ -14,9 +14,8 @@ from IPython.display import display
 
 from odin_magic.core.errors import OdinError
 from odin_magic.notebook.project import abs_path
-from odin_magic.render.displays import (
-    LoopListDisplay, MessageDisplay, SimulationDisplay, ValidationDisplay, loop_rows
-)
+from odin_magic.render.displays import LoopListDisplay, MessageDisplay, SimulationDisplay, TextBlockDisplay, ValidationDisplay
+from odin_magic.render.loop_text import loop_rows, render_loop
 
 
 class LoopMagics:
@@ -53,12 +52,13 @@ class LoopMagics:
 
 
     def _cmd_show(self, args):
+        from odin_magic.loop.catalog import LoopCatalog
         from odin_magic.render.charts import loop_diagram, png_bytes
         from IPython.display import Image
 
         loop = self._load_loop(args.loop)
         display(Image(data=png_bytes(loop_diagram(loop)), format="png"))
-        return LoopSummary(loop)
+        return LoopSummary(loop, str(LoopCatalog(self.project_dir).resolve(args.loop)))
 
     def _load_loop(self, name: str, quiet: bool = False):
         from odin_magic.loop.catalog import LoopCatalog
@@ -94,18 +94,9 @@ class LoopMagics:
         return ValidationDisplay([report], saved_to=saved, cell=True)
 
 
-class LoopSummary(MessageDisplay):
-    def __init__(self, loop):
-        lines = [f"{loop.name}: {loop.description or ''}".rstrip(": "),
-                 f"max_iterations {loop.max_iterations}"]
-        for i, s in enumerate(loop.stages, 1):
-            extra = f", on_fail → {s.gate.on_fail}" if s.gate.on_fail else ""
-            lines.append(f"  {i}. {s.id}  [{s.resolved_agent.label}{' fresh' if s.resolved_agent.fresh else ''}]"
-                         f"  gate {s.gate.mode}{extra}")
-        super().__init__("\n".join(lines))
+class LoopSummary(TextBlockDisplay):
+    """``%odin show``: the loop as ``odin show`` prints it (beside its diagram)."""
 
-    def html(self) -> str:
-        import html
-
-        return "<pre>" + html.escape(self.message) + "</pre>"
-
+    def __init__(self, loop, source: str):
+        self.loop = loop
+        super().__init__(render_loop(loop, source))

@@ -16,8 +16,10 @@ from typing import Any, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from odin_magic.interview.limits import EARLY_EXIT_FROM_ROUND
+from odin_magic.render.loop_text import LoopRow, loop_list_text, validation_text
 from odin_magic.render.text import (
-    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_heading, history_rows, render_runs, render_simulation,
+    AWAITING, BLOCKED, LOOPED, NOT_STARTED, PASSED, cost_text, history_heading, history_rows, next_hint, render_runs,
+    render_simulation,
     render_status, stage_marks, status_text, status_word, threshold_standing
 )
 
@@ -83,16 +85,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table class='odin-t'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(str(c))) for w, c in zip(widths, row)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    return "\n".join(lines)
 
 
 # -- the stage checklist ------------------------------------------------------------------
@@ -162,7 +154,7 @@ class StatusDisplay(_Display):
         # the CLI's `odin status`, word for word, waiting question included
         lines = [render_status(self.state, self.loop, history_tail=self.history_tail, question=self.question,
                                criteria=self.criteria, driven=self.driven)]
-        hint = _next_hint(self.state)
+        hint = next_hint(self.state, "%odin")
         if hint:
             lines += ["", hint]
         return "\n".join(lines)
@@ -175,7 +167,7 @@ class StatusDisplay(_Display):
             + "</li>"
             for row in self.rows
         )
-        hint = _next_hint(self.state)
+        hint = next_hint(self.state, "%odin")
         return (
             f"<div class='odin-status'><table class='odin-t'>{facts}</table>"
             f"<ul style='list-style:none;padding-left:4px'>{checklist}</ul>"
@@ -214,20 +206,6 @@ def _against_threshold(iv) -> str:
     return f"below threshold {iv.threshold:.2f}"
 
 
-def _next_hint(state: RunState) -> str:
-    if state.status == "awaiting_approval":
-        return (f"{state.current_stage} passed its gate and waits for you: "
-                "%odin approve, or %odin revise \"feedback\".")
-    if state.status == "awaiting_answer":
-        return f"{state.current_stage} asks you a question: %odin answer \"your answer\"."
-    if state.status == "blocked" and state.blocked is not None:
-        b = state.blocked
-        return f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} (in the notebook: %odin run)."
-    if state.status == "running":
-        return "Running (or stopped mid-run): %odin run continues it, %odin stop ends it after the current step."
-    return ""
-
-
 class NoRunDisplay(_Display):
     def __init__(self, project_dir: str):
         self.project_dir = project_dir
@@ -243,24 +221,6 @@ class NoRunDisplay(_Display):
 # -- list --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LoopRow:
-    name: str
-    description: str = ""
-    stages: int | None = None
-    source: str = ""
-    overrides: bool = False
-    valid: bool = True
-    active: bool = False
-
-
-def loop_rows(entries: Iterable[Any], active_loop: str | None = None) -> list[LoopRow]:
-    """The catalog's entries (:class:`odin_magic.loop.catalog.LoopEntry`) as :class:`LoopRow`."""
-    return [LoopRow(name=e.name, description=e.description or "", stages=e.stage_count, source=e.source,
-                    overrides=e.overrides_builtin, valid=e.valid, active=e.name == active_loop)
-            for e in entries]
-
-
 class LoopListDisplay(_Display):
     """``%odin list``: each loop's name, description, stage count, source, validity."""
 
@@ -274,13 +234,8 @@ class LoopListDisplay(_Display):
         return ["▶" if row.active else "", row.name, "" if row.stages is None else str(row.stages),
                 source, "yes" if row.valid else "NO", row.description]
 
-    def text(self) -> str:
-        if not self.rows:
-            return "No loops found."
-        out = _text_table(self.headers, [self._cells(r) for r in self.rows])
-        if any(r.active for r in self.rows):
-            out += "\n▶ = the active run's loop"
-        return out
+    def text(self) -> str:  # `odin list`'s text; a hint names the notebook's command
+        return loop_list_text(self.rows, validate="%odin validate")
 
     def html(self) -> str:
         if not self.rows:
@@ -468,12 +423,8 @@ class ValidationDisplay(_Display):
             state += f", {len(r.warnings)} warning(s)"
         return f"{name}: {state}"
 
-    def text(self) -> str:
-        out = []
-        for r in self.reports:
-            out.append(self._summary(r))
-            out += [f"  error   {line}" for line in self._failed(r)]
-            out += [f"  warning {self._diag(d)}" for d in r.warnings]
+    def text(self) -> str:  # `odin validate`'s text
+        out = [validation_text(self.reports)]
         if self.saved_to:
             out.append(f"saved to {self.saved_to}")
         elif self.cell:

@@ -62,6 +62,20 @@ def render_proposal(p: Proposal, diff: bool = True) -> str:
     return "\n".join(lines)
 
 
+def decided_text(proposal: Proposal, path=None, history_dir=None) -> str:
+    """A proposal applied (``path``: the loop file written; ``history_dir``: where the previous version is kept)
+    or rejected, as ``odin refine apply|reject ID`` says it."""
+    if path is None:
+        return f"rejected {proposal.id}: {proposal.title}"
+    return (f"applied {proposal.id}: {proposal.title}\nwrote {path} (version {proposal.applied_version}); "
+            f"the previous version is in {history_dir}")
+
+
+def proposals_text(proposals: list[Proposal]) -> str:
+    """``odin refine list``: each proposal without its diff."""
+    return "\n".join(render_proposal(p, diff=False) for p in proposals) or "no proposals"
+
+
 def render_effect(e) -> str:
     def side(v, version) -> str:
         if v is None:

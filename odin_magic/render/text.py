@@ -149,6 +149,22 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     return "\n".join(lines)
 
 
+def next_hint(state: RunState, odin: str = "odin") -> str:
+    """What the user can do next with the run, in the commands of the front end (``odin``: the CLI's, ``%odin``:
+    the notebook's); empty for a run that ended."""
+    if state.status == "awaiting_approval":
+        return f"{state.current_stage} passed its gate and waits for you: {odin} approve, or {odin} revise \"feedback\"."
+    if state.status == "awaiting_answer":
+        return f"{state.current_stage} asks you a question: {odin} answer \"your answer\"."
+    if state.status == "blocked" and state.blocked is not None:
+        b = state.blocked
+        return f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} ({odin} run continues it)."
+    if state.status == "running":
+        stop = ", %odin stop ends it after the current step" if odin == "%odin" else ""
+        return f"Running (or stopped mid-run): {odin} run continues it{stop}."
+    return ""
+
+
 def status_text(state: RunState, driven: bool = True, mark: bool = True) -> str:
     """``▶ running`` (``mark`` False: ``running``); a running run that no process drives (after a stop, a fork
     or a revert) is ready."""

@@ -1,7 +1,9 @@
 """Checkpoints of the project tree: a shadow git repository under ``.odin-loop/``.
 
 The engine records a checkpoint before every stage execution and another after
-its work, and so knows what the stage added, modified and deleted. The shadow
+its work, and so knows what the stage added, modified and deleted (a drive
+hands a checkpoint on where nothing can have changed since it was taken:
+``odin_magic.engine.stage``; ``odin simulate`` takes none). The shadow
 repository (``.odin-loop/checkpoints.git``) is driven by git plumbing with its
 own ``GIT_DIR`` and index file (``.odin-loop/checkpoints.index``) over the
 project directory as work tree: the user's own repository, index, branches,

@@ -53,6 +53,7 @@ from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
 from odin_magic.core.secrets import redact, redact_cut
+from odin_magic.runs import activity
 
 #: Checks a file just written (its real path, and the path as the model named it).
 EditChecker = Callable[[Path, str], list[EditCheck]]
@@ -228,6 +229,9 @@ class RoleToolbox:
         self._sdk_tools = beta_agent_toolset_20260401(ctx)
         # only the tools the role may use are offered; the others stay here to be closed
         self.tools = [self._wrap(tool) for tool in self._sdk_tools if policy.allows_tool(tool.name)]
+        env = ctx.env or {}  # when the stage's own tools act (attribution: odin_magic.runs.activity)
+        self.activity = activity.begin(self._variables.get("ODIN_RUN_DIR", ""), env.get("ODIN_STAGE", ""),
+                                       boxed="ODIN_GUARD_SANDBOX" in env)
 
     def _canonical(self, path: Path) -> Path:
         try:
@@ -315,7 +319,8 @@ class RoleToolbox:
             line = redact(describe_call(name, redact(args)))  # redacted before the line cuts a long argument
             self._on_call(line)
             try:
-                result = await self._invoke(tool, name, args)
+                with self.activity.acting(name):
+                    result = await self._invoke(tool, name, args)
             except ToolError as exc:
                 self._log(line, _ended(name, exc), exc.content)
                 raise
@@ -375,6 +380,7 @@ class RoleToolbox:
             target = resolve_path(self.ctx, file_path)
         except ValueError:
             return  # not a usable path: the SDK tool says why
+        self.activity.wrote(target)
         try:
             await asyncio.to_thread(own_inode, target)
         except OSError as exc:
@@ -399,6 +405,7 @@ class RoleToolbox:
         """End what the tools hold (the bash tool's shell), whatever happened in the stage."""
         for tool in self._sdk_tools:
             await aclose_runnable_tool(tool)
+        self.activity.close()
 
 
 def _argument_problems(exc: ValidationError) -> str:

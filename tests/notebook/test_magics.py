@@ -211,8 +211,10 @@ def test_list_shows_project_and_builtin_loops(ip, project):
     listing = odin(ip, "list")
     text = repr(listing)
     assert "tiny" in text and "project" in text and "spec-harness-tdd" in text
-    tiny = next(line for line in text.splitlines() if " tiny " in line)
-    assert tiny.split()[:4] == ["tiny", "3", "project", "yes"] and "A tiny loop for tests." in tiny
+    lines = text.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("tiny "))  # `odin list`'s text
+    assert lines[at].split() == ["tiny", "3", "stages", "project", "valid"]
+    assert lines[at + 1].strip() == "A tiny loop for tests."
     assert "<table" in listing._repr_html_()
 
 
@@ -237,14 +239,14 @@ def test_loop_cell_saves_a_valid_loop_and_reports_errors_at_the_cells_lines(ip, 
     shown = cell(ip, "loop mine", BAD_LOOP)
     assert not target.exists()
     text = repr(shown)
-    assert "line 12" in text and "on_fial" in text  # the cell's own line numbers
+    assert "cell %%odin loop mine:12:" in text and "on_fial" in text  # the cell's own line numbers
     assert "nothing saved" in text and "saved to" not in text
 
     good = BAD_LOOP.replace("on_fial", "on_fail")
     shown = cell(ip, "loop mine", good)
     assert target.read_text() == good
     assert "saved to .odin-loop/loops/mine.yaml" in repr(shown)
-    assert "OK" in repr(odin(ip, "validate"))
+    assert "loop 'mine' ok (0 error(s)" in repr(odin(ip, "validate"))
     with pytest.raises(UsageError, match="no such file"):
         odin(ip, "validate missing.yaml")
     (project / "bad.yaml").write_text(BAD_LOOP)
@@ -253,8 +255,8 @@ def test_loop_cell_saves_a_valid_loop_and_reports_errors_at_the_cells_lines(ip, 
     outside.write_text(good.replace("name: mine", "name: theirs"))
     (project / ".odin-loop" / "loops" / "theirs.yaml").symlink_to(outside)
     shown = odin(ip, "validate")
-    assert not shown.ok and "mine.yaml: OK" in shown.text()
-    assert "theirs.yaml: cannot be read" in shown.text() and "is a symbolic link to" in shown.text()
+    assert not shown.ok and "mine.yaml: loop 'mine' ok" in shown.text()
+    assert "theirs.yaml" in shown.text() and "is a symbolic link to" in shown.text()
     assert "cannot be read" in shown.html() and "symbolic link" in shown.html()
 
 
@@ -263,7 +265,7 @@ def test_show_draws_the_loop_and_simulate_prints_its_path(ip, project):
         summary = odin(ip, "show tiny")
     pngs = [o.data["image/png"] for o in captured.outputs if "image/png" in o.data]
     assert pngs, "show displays a PNG"
-    assert "on_fail → write" in repr(summary)
+    assert "on fail: back to write (stage 1)" in repr(summary) and "review --fail--> write" in repr(summary)
     sim = odin(ip, "simulate tiny --gates review:fail")
     assert "write → review → write → review → finish" in repr(sim)
     assert "done" in repr(sim)
