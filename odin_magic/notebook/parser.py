@@ -47,6 +47,8 @@ LATER_DESCRIPTIONS = {
               "that stage (files you changed by hand are kept unless --force).",
     "fork": "Start a new run from point N of a run: its first N history entries kept, the tree restored to "
             "that point; the old run is abandoned with a pointer to the fork.",
+    "deliver": "Make a branch of a done run's changes in your git repository (one commit per stage execution, "
+               "or --squash) and its pull-request text pr.md; your branch, index and files are never touched.",
     "doctor": "Check the project before a run: which test command the regression gate runs and why, the "
               "other commands found, whether it can run here, the loops whose regression: overrides it.",
 }
