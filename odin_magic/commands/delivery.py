@@ -11,6 +11,8 @@ DELIVER = (
     arg("--force", action="store_true", help="move the branch when it exists already"),
     arg("--include-later-changes", dest="include_later", action="store_true",
         help="also deliver the run's files you changed after it ended, as they are now (default: left out, named)"),
+    arg("--commit", action="store_true",
+        help="instead of a branch: commit onto your current branch (only with a clean index, where the run started)"),
     arg("--pr", action="store_true",
         help="open a pull request with gh (GitHub CLI) from pr.md, or print the commands to push and open it"),
 )

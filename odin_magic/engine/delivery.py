@@ -40,6 +40,7 @@ class DeliverOptions:
     force: bool = False
     include_later: bool = False
     pr: bool = False
+    commit: bool = False  # onto the current branch (asked explicitly; the index must be clean)
 
 
 @dataclass
@@ -68,9 +69,13 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
         raise UsageError(f"run {state.run_id} recorded no stage execution with checkpoints: nothing to deliver",
                          hint="runs taken with checkpoints (every `odin run`) can be delivered")
     base, note = _start_commit(store, repo, executions[0][1].checkpoint)
+    if options.commit and base != old:
+        raise UsageError(f"{branch} has moved since run {state.run_id} started ({base[:12]} → {old[:12]}): "
+                         "--commit adds the run's commits only where the run started",
+                         hint="deliver it as a branch instead (no --commit) and merge or rebase that branch")
     run_dir = engine.run_dir(state.run_id)
     facts = _Facts.gather(engine, state, run_dir)
-    steps, later, final = _steps(store, state, executions, options)
+    steps, later = _steps(store, state, executions, options)
     with repo.scratch_index(base):
         ignored = _ignored(repo, steps)
         commits = _commit_all(repo, state, base, steps, ignored, facts)
@@ -79,17 +84,25 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
                          hint="its changes were all under .odin-loop/, ignored, or changed again after the run")
     result = text.DeliveryResult(state.run_id, branch, base, note, commits, later=sorted(later),
                                  later_included=options.include_later, ignored=sorted(ignored))
-    files = _files(repo, steps, ignored)
-    pr = text.pr_markdown(text.PrFacts(state, branch, files, [s for _, s in commits], facts.completion,
-                                       facts.commands, facts.mutations, facts.metrics,
-                                       left_out=[f"{p} (changed after the run)" for p in sorted(later)
-                                                 if not options.include_later] + [f"{p} (ignored)" for p in sorted(ignored)]))
-    write_atomic(run_dir / PR_NAME, pr, within=run_dir)
-    result.pr_path = str(run_dir / PR_NAME)
+    result.pr_path = _write_pr(repo, facts, branch, steps, result)
     repo.set_branch(branch, commits[-1][0], old, f"odin deliver {state.run_id}")
+    if options.commit:
+        repo.index_to_head()
     if options.pr:
-        result.pr_text = open_pr(repo, branch, text.pr_title(state), run_dir / PR_NAME)
+        result.pr_text = open_pr(repo, branch, text.pr_title(state), Path(result.pr_path))
     return result
+
+
+def _write_pr(repo: UserRepo, facts: "_Facts", branch: str, steps: list[Step], result: text.DeliveryResult) -> str:
+    """pr.md in the run dir; its path."""
+    later = [] if result.later_included else [f"{p} (changed after the run)" for p in result.later]
+    pr = text.pr_markdown(text.PrFacts(facts.state, branch, _files(repo, steps, set(result.ignored)),
+                                       [s for _, s in result.commits], facts.completion, facts.commands,
+                                       facts.mutations, facts.metrics,
+                                       left_out=later + [f"{p} (ignored)" for p in result.ignored]))
+    run_dir = facts.engine.run_dir(facts.state.run_id)
+    write_atomic(run_dir / PR_NAME, pr, within=run_dir)
+    return str(run_dir / PR_NAME)
 
 
 def _check_repo(repo: UserRepo, state: RunState, options: DeliverOptions) -> tuple[str, str | None]:
@@ -105,6 +118,14 @@ def _check_repo(repo: UserRepo, state: RunState, options: DeliverOptions) -> tup
     if head.branch is None:
         raise UsageError(f"HEAD is detached in {repo.top}: delivery needs to know which branch you are on",
                          hint="git switch BRANCH (the branch the run worked on), then deliver again")
+    if options.commit:
+        if options.branch or options.pr:
+            raise UsageError("--commit commits onto your current branch: it takes no --branch or --pr",
+                             hint="leave out --commit to deliver a branch (and --pr to open a pull request of it)")
+        if not repo.index_clean():
+            raise UsageError(f"your index in {repo.top} has staged changes: --commit needs a clean index",
+                             hint="commit or unstage them (git restore --staged PATH), then deliver again")
+        return head.branch, head.commit
     branch = options.branch or f"odin/{state.run_id}"
     if not repo.valid_branch_name(branch):
         raise UsageError(f"{branch!r} is not a valid git branch name",
@@ -158,8 +179,8 @@ def _diff(before: dict[str, Entry], after: dict[str, Entry]) -> dict[str, Entry 
 
 
 def _steps(store: Checkpoints, state: RunState, executions: list[tuple[int, HistoryEntry]],
-           options: DeliverOptions) -> tuple[list[Step], set[str], dict[str, Entry]]:
-    """The commits to make, the run's files changed since its last checkpoint, and the tree now."""
+           options: DeliverOptions) -> tuple[list[Step], set[str]]:
+    """The commits to make, and the run's files changed since its last checkpoint."""
     last = executions[-1][1]
     final_id = state.tree or last.after or last.checkpoint
     final, now = store.entries(final_id), store.entries(store.snapshot())
@@ -180,7 +201,7 @@ def _steps(store: Checkpoints, state: RunState, executions: list[tuple[int, Hist
     elif later:
         for s in steps:
             s.changes = {p: v for p, v in s.changes.items() if p not in later}
-    return [s for s in steps if s.changes], later, now
+    return [s for s in steps if s.changes], later
 
 
 def _ignored(repo: UserRepo, steps: list[Step]) -> set[str]:

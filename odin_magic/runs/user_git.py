@@ -182,3 +182,9 @@ class UserRepo:
     def set_branch(self, name: str, commit: str, old: str | None, message: str) -> None:
         """``refs/heads/name`` to ``commit``, only if it is still ``old`` (None: it must not exist)."""
         self.git("update-ref", "-m", message, f"refs/heads/{name}", commit, old or ZERO)
+
+    def index_to_head(self) -> None:
+        """``--commit`` only: the user's own index made the new HEAD's tree (as ``git commit`` leaves it);
+        the working tree is not touched."""
+        self.git("read-tree", "HEAD")
+        self._run("update-index", "-q", "--refresh")

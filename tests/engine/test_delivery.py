@@ -130,6 +130,20 @@ def test_outside_a_repository_or_without_a_commit_is_refused(project):
     _refused(project, engine, DeliverOptions(), "no commit yet")
 
 
+def test_commit_onto_the_current_branch_only_with_a_clean_index(done):
+    project, engine, state = done
+    base = git(project, "rev-parse", "HEAD").strip()
+    git(project, "add", "app.py")
+    _refused(project, engine, DeliverOptions(commit=True), "--commit needs a clean index")
+    git(project, "restore", "--staged", "app.py")
+    files = user_side(project)["files"]
+    result = deliver(engine, None, DeliverOptions(commit=True))
+    assert result.branch == "main" and git(project, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(project, "rev-parse", "HEAD~2").strip() == base and len(result.commits) == 2
+    assert user_side(project)["files"] == files  # the working tree untouched
+    assert git(project, "status", "--porcelain") == "?? .odin-loop/\n"  # the index is the new HEAD's
+
+
 def _fake_gh(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
