@@ -90,7 +90,8 @@ def pr_markdown(facts: PrFacts) -> str:
     run = facts.run
     out = [f"# {pr_title(run)}", "", "## Summary", "",
            f"Delivered from odin run `{run.run_id}` (loop `{run.loop}`, {len(facts.commits)} commit(s) on "
-           f"`{facts.branch}`).", "", f"> {one_line(run.task)}", "", "## Changes", ""]
+           f"`{facts.branch}`).", "", f"> {one_line(run.task)}", ""]
+    out += [f"- {c}" for c in facts.commits] + ["", "## Changes", ""]
     out += [f"- `{f.path}` ({ {'A': 'added', 'M': 'modified', 'D': 'deleted'}.get(f.kind, f.kind) })"
             for f in facts.files] or ["- (no file changed)"]
     if facts.left_out:

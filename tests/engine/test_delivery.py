@@ -185,7 +185,7 @@ def test_pr_md_tells_the_evidence_with_every_secret_redacted(project, monkeypatc
     pr = (engine.run_dir(state.run_id) / "pr.md").read_text()
     assert SECRET not in pr and SECRET not in git(project, "log", "--format=%B", f"odin/{state.run_id}")
     assert pr.startswith("# say a new greeting (key ")
-    for part in ("## Summary", "- `app.py` (modified)", "- `old.txt` (deleted)", "- `README.md` (added)",
+    for part in ("## Summary", "- Deliver: say a new greeting (key ", "- `app.py` (modified)", "- `old.txt` (deleted)", "- `README.md` (added)",
                  "✅ **AC1** [P0] the greeting is new — `grep -q new app.py`", "❌ **AC2** [P1]",
                  "## Test plan", "regression suite", "the greeting is not translated", "tokens:", "cost:",
                  f"Odin-Run: {state.run_id}"):
