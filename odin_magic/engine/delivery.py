@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from odin_magic.core.atomic import write_atomic
-from odin_magic.core.errors import UsageError
+from odin_magic.core.errors import OdinError, UsageError
 from odin_magic.core.secrets import redact_text, secret_names
 from odin_magic.render import delivery_text as text
 from odin_magic.runs import evidence as gate_evidence
-from odin_magic.runs.checkpoint_listing import TREE_GIT
+from odin_magic.runs.checkpoint_listing import TREE_GIT, shown
 from odin_magic.runs.checkpoints import Checkpoints, Entry
 from odin_magic.runs.completion_report import from_dict
 from odin_magic.runs.state import HistoryEntry, RunState
@@ -82,9 +82,9 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
     if not commits:
         raise UsageError(f"run {state.run_id} changed no file that can be delivered",
                          hint="its changes were all under .odin-loop/, ignored, or changed again after the run")
-    result = text.DeliveryResult(state.run_id, branch, base, note, commits, later=sorted(later),
-                                 later_included=options.include_later, ignored=sorted(ignored))
-    result.pr_path = _write_pr(repo, facts, branch, steps, result)
+    result = text.DeliveryResult(state.run_id, branch, base, note, commits, later=sorted(map(shown, later)),
+                                 later_included=options.include_later, ignored=sorted(map(shown, ignored)))
+    result.pr_path = _write_pr(repo, facts, steps, result, ignored)
     repo.set_branch(branch, commits[-1][0], old, f"odin deliver {state.run_id}")
     if options.commit:
         repo.index_to_head()
@@ -93,10 +93,11 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
     return result
 
 
-def _write_pr(repo: UserRepo, facts: "_Facts", branch: str, steps: list[Step], result: text.DeliveryResult) -> str:
+def _write_pr(repo: UserRepo, facts: "_Facts", steps: list[Step], result: text.DeliveryResult,
+              ignored: set[str]) -> str:
     """pr.md in the run dir; its path."""
     later = [] if result.later_included else [f"{p} (changed after the run)" for p in result.later]
-    pr = text.pr_markdown(text.PrFacts(facts.state, branch, _files(repo, steps, set(result.ignored)),
+    pr = text.pr_markdown(text.PrFacts(facts.state, result.branch, _files(repo, steps, ignored),
                                        [s for _, s in result.commits], facts.completion, facts.commands,
                                        facts.mutations, facts.metrics,
                                        left_out=later + [f"{p} (ignored)" for p in result.ignored]))
@@ -239,7 +240,7 @@ def _files(repo: UserRepo, steps: list[Step], ignored: set[str]) -> list[text.Fi
                 kind = s.kind(p)
                 kinds[where] = kind if kind == "D" or where not in kinds else \
                     ("A" if kinds[where] in ("A", "D") else "M")
-    return [text.FileChange(p, k) for p, k in sorted(kinds.items())]
+    return [text.FileChange(shown(p), k) for p, k in sorted(kinds.items())]
 
 
 class _Facts:
@@ -250,7 +251,7 @@ class _Facts:
         self.engine, self.state, self.evidence = engine, state, evidence
         try:
             self.loop = engine.loop_for(state.run_id)
-        except Exception:  # noqa: BLE001 - a damaged loop copy: messages fall back to stage ids
+        except OdinError:  # a damaged copy of the loop: the messages fall back to stage ids
             self.loop = None
         self.completion = None
         self.commands: list[tuple[str, str, bool]] = []
@@ -292,12 +293,13 @@ class _Facts:
             return "Changes made after the run"
         try:
             s = self.loop.stage(stage) if self.loop else None
-        except Exception:  # noqa: BLE001 - a stage the loop no longer has
+        except KeyError:  # a stage the loop no longer has
             s = None
         return (s.goal or s.title or stage) if s else stage
 
     def commit_text(self, step: Step, repo: UserRepo, ignored: set[str], last: bool) -> text.CommitText:
-        files = [text.FileChange(repo.prefix + p, step.kind(p)) for p in step.changes if repo.prefix + p not in ignored]
+        files = [text.FileChange(shown(repo.prefix + p), step.kind(p)) for p in step.changes
+                 if repo.prefix + p not in ignored]
         why = []
         if step.number:
             ev = self.evidence[step.number - 1]

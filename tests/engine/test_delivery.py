@@ -81,6 +81,30 @@ def test_squash_is_one_commit_with_the_whole_change(done):
     assert message.startswith("Deliver: say a new greeting\n") and f"Odin-Run: {state.run_id}" in message
 
 
+def test_files_the_repository_ignores_are_named_and_left_out(done):
+    project, engine, state = done
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "exclude").write_text("src/\n")  # the checkpoints do not read it; git does
+    result = deliver(engine, None, DeliverOptions(squash=True))
+    assert result.ignored == ["src/util.py"]
+    assert "src/util.py" not in git(project, "ls-tree", "-r", "--name-only", result.branch).split()
+    pr = (engine.run_dir(state.run_id) / "pr.md").read_text()
+    assert "- src/util.py (ignored)" in pr and "`src/util.py`" not in pr
+
+
+def test_a_project_in_a_folder_of_its_repository_starts_from_the_branch_head(tmp_path):
+    top = tmp_path / "repo"
+    project = top / "app"
+    project.mkdir(parents=True)
+    init_repo(project, top=top)
+    engine, state = run_loop(project)
+    result = deliver(engine, None, DeliverOptions())
+    assert "not recorded" in result.base_note and result.base == git(top, "rev-parse", "HEAD").strip()
+    tree = git(top, "ls-tree", "-r", "--name-only", result.branch).split()
+    assert sorted(tree) == ["app/.gitignore", "app/README.md", "app/app.py", "app/src/util.py"]
+    assert git(top, "show", f"{result.branch}:app/app.py") == "print('new')\n"
+
+
 def _refused(project: Path, engine, options: DeliverOptions, words: str, run_id: str | None = None) -> None:
     before = user_side(project, refs=True)
     with pytest.raises(OdinError) as caught:

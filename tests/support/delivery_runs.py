@@ -56,15 +56,17 @@ def git(project: Path, *args: str, check: bool = True) -> str:
     return subprocess.run(["git", *args], cwd=project, check=check, capture_output=True, text=True).stdout
 
 
-def init_repo(project: Path) -> None:
-    git(project, "init", "-q", "-b", "main")
-    git(project, "config", "user.name", "Test User")
-    git(project, "config", "user.email", "test@example.com")
+def init_repo(project: Path, top: Path | None = None) -> None:
+    """A repository at ``top`` (default: the project) whose first commit holds the project's files."""
+    top = top or project
+    git(top, "init", "-q", "-b", "main")
+    git(top, "config", "user.name", "Test User")
+    git(top, "config", "user.email", "test@example.com")
     (project / "app.py").write_text("print('old')\n")
     (project / "old.txt").write_text("to be removed\n")
     (project / ".gitignore").write_text("*.log\n")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "initial")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "initial")
 
 
 def run_loop(project: Path, task: str = "say a new greeting"):
