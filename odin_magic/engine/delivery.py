@@ -261,12 +261,12 @@ class _Facts:
             if ev.get("completion"):
                 self.completion = from_dict(ev["completion"])
             for c in ev.get("commands") or []:
-                if isinstance(c, dict) and c.get("command"):
-                    self.commands.append((entry.stage, str(c["command"]), c.get("exit_code") == 0))
+                if isinstance(c, dict) and c.get("cmd"):
+                    self.commands.append((entry.stage, str(c["cmd"]), _passed(c)))
             m = ev.get("mutation")
             if isinstance(m, dict) and m.get("tried"):
-                self.mutations.append((entry.stage, f"kill ratio {m.get('killed')}/{m.get('tried')} "
-                                                    f"(min {m.get('min_kill_ratio')})"))
+                self.mutations.append((entry.stage, f"kill ratio {m.get('killed')}/{m.get('tried')} = "
+                                                    f"{m.get('ratio') or 0:.2f} (min {m.get('min_kill_ratio')})"))
             if isinstance(ev.get("metric"), dict) and ev["metric"].get("summary"):
                 self.metrics.append((entry.stage, str(ev["metric"]["summary"])))
         self.commands = list(dict.fromkeys(self.commands))[-20:]
@@ -305,12 +305,16 @@ class _Facts:
             ev = self.evidence[step.number - 1]
             verdict = ev.get("verdict") or {}
             why += [str(r) for r in (verdict.get("reasons") or [])[:3]]
-            why += [f"gate passed `{c['command']}`" for c in ev.get("commands") or []
-                    if isinstance(c, dict) and c.get("exit_code") == 0][:3]
+            why += [f"gate passed `{c['cmd']}`" for c in ev.get("commands") or []
+                    if isinstance(c, dict) and c.get("cmd") and _passed(c)][:3]
         goal = self.goal(step.stage)
         if step.stage not in ("squash", "later") and goal != step.stage:
             why.insert(0, f"stage goal: {goal}")
         return text.CommitText(step.stage, goal, files, why, text.criteria_lines(self.completion) if last else [])
+
+
+def _passed(command: dict) -> bool:
+    return command.get("exit_code") == 0 and not command.get("timed_out")
 
 
 def open_pr(repo: UserRepo, branch: str, title: str, body: Path) -> str:

@@ -49,6 +49,7 @@ def test_the_branch_holds_one_commit_per_stage_that_changed_the_project(done):
     assert changed(project, commits[1][0]) == ["A\tREADME.md"]
     build, docs = commits[0][1], commits[1][1]
     assert "- M app.py" in build and "- D old.txt" in build and "app.py prints the new greeting" in build
+    assert "gate passed `grep -q new app.py`" in build
     assert build.rstrip().endswith(f"Odin-Run: {state.run_id}") and docs.rstrip().endswith(f"Odin-Run: {state.run_id}")
     assert "✅ AC1 [P0] the greeting is new" in docs and "❌ AC2" in docs  # the criteria on the last commit
     tree = git(project, "ls-tree", "-r", "--name-only", branch).split()
@@ -138,7 +139,7 @@ def test_a_run_that_is_not_done_is_refused(project):
     init_repo(project)
     loops = project / ".odin-loop" / "loops"
     loops.mkdir(parents=True)
-    (loops / "ship.yaml").write_text(textwrap.dedent(LOOP).replace("{mode: ai, check: built}", "{mode: human, check: built}"))
+    (loops / "ship.yaml").write_text(textwrap.dedent(LOOP).replace("mode: ai, check: built", "mode: human, check: built"))
     engine, _ = scripted_engine(project, SCRIPT)
     state = engine.start("ship", "say a new greeting")
     assert state.status == "awaiting_approval"
@@ -211,7 +212,7 @@ def test_pr_md_tells_the_evidence_with_every_secret_redacted(project, monkeypatc
     assert pr.startswith("# say a new greeting (key ")
     for part in ("## Summary", "- Deliver: say a new greeting (key ", "- `app.py` (modified)", "- `old.txt` (deleted)", "- `README.md` (added)",
                  "✅ **AC1** [P0] the greeting is new — `grep -q new app.py`", "❌ **AC2** [P1]",
-                 "## Test plan", "regression suite", "the greeting is not translated", "tokens:", "cost:",
+                 "## Test plan", "regression suite", "- ✅ `grep -q new app.py` (gate of build)", "the greeting is not translated", "tokens:", "cost:",
                  f"Odin-Run: {state.run_id}"):
         assert part in pr, part
 

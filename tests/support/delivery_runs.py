@@ -24,7 +24,7 @@ stages:
     gate: {mode: ai, check: criteria written}
   - id: build
     goal: Print the new greeting
-    gate: {mode: ai, check: built}
+    gate: {mode: ai, check: built, run: ["grep -q new app.py"]}
   - id: docs
     goal: Document the greeting
     gate: {mode: ai, check: documented}
