@@ -72,10 +72,17 @@ def test_a_file_changed_after_the_run_is_named_and_left_out_unless_asked(done):
     assert commits_of(project, "with-later")[-1][1].startswith("Changes made after the run: ")
 
 
-def test_squash_is_one_commit_with_the_whole_change(done):
+def test_squash_is_one_commit_with_the_whole_change_and_no_hook_runs(done, tmp_path):
     project, engine, state = done
     before = user_side(project)
+    ran, hooks = tmp_path / "hook-ran", ("reference-transaction", "post-commit", "post-index-change")
+    for hook in hooks:
+        (project / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\necho {hook} >> {ran}\n")
+        (project / ".git" / "hooks" / hook).chmod(0o755)
     deliver(engine, None, DeliverOptions(branch="feature/greeting", squash=True))
+    assert not ran.exists(), ran.read_text()
+    for hook in hooks:
+        (project / ".git" / "hooks" / hook).unlink()
     assert user_side(project) == before
     [(sha, message)] = commits_of(project, "feature/greeting")
     assert changed(project, sha) == ["A\tREADME.md", "M\tapp.py", "D\told.txt", "A\tsrc/util.py"]
