@@ -232,3 +232,6 @@ def test_the_cli_delivers_and_refuses_in_one_line(done, capsys):
     assert odin_main(["deliver", state.run_id, "--project", str(project), "--branch", "cli/x"]) == 2
     err = capsys.readouterr().err
     assert "branch cli/x already exists" in err and "hint: --branch NAME" in err and "Traceback" not in err
+    first = git(project, "rev-parse", "cli/x").strip()
+    assert odin_main(["deliver", state.run_id, "--project", str(project), "--branch", "cli/x", "--force"]) == 0
+    assert git(project, "rev-parse", "cli/x").strip() != first and len(commits_of(project, "cli/x")) == 2
