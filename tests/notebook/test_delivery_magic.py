@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing import globalipapp
-from IPython.testing.globalipapp import start_ipython
 
 from support.delivery_runs import git, init_repo, run_loop, user_side
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or globalipapp.get_ipython()  # None when another test module started it first
-    shell.run_line_magic("load_ext", "odin_magic")
-    yield shell
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing import globalipapp
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from support.nbtools import write_tiny_loop
@@ -20,13 +18,6 @@ from odin_magic.render.displays import RunsDisplay, StatusDisplay, stage_checkli
 from odin_magic.notebook.magics import OdinMagics, notebook_dir
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or globalipapp.get_ipython()  # None when another test module started it first
-    shell.run_line_magic("load_ext", "odin_magic")
-    yield shell
 
 
 @pytest.fixture

@@ -14,21 +14,12 @@ import contextlib
 import io
 
 import pytest
-from IPython.testing import globalipapp
-from IPython.testing.globalipapp import start_ipython
 
 from odin_magic.cli import main
 from odin_magic.learning.memory import Entry, Memory
 from support.nbtools import write_tiny_loop
 
 BROKEN = "name: broken\nmax_iterations: 2\nstages:\n  - id: only\n    goal: Do it.\n    gate: {mode: ai, chek: x}\n"
-
-
-@pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython() or globalipapp.get_ipython()  # None when another test module started it first
-    shell.run_line_magic("load_ext", "odin_magic")
-    yield shell
 
 
 @pytest.fixture
