@@ -17,6 +17,7 @@ from typing import Callable
 
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.runner import convergence_points
+from odin_magic.notebook.panels import close_tree
 
 Send = Callable[[str], None]
 
@@ -86,6 +87,9 @@ class QuestionPanel:
         elif question.kind == "challenge":
             quick = [self.skip_button]
         self.buttons = [self.send_button] + quick
+        for unused in {*self.option_buttons, self.decide_button, self.skip_button, self.confirm_button,
+                       self.accept_button, self.reject_button} - set(quick):
+            close_tree(unused)  # made, never shown: their state is not kept
         header = html.escape(question.header())
         body = html.escape(question.text)
         panel = w.VBox([

@@ -192,6 +192,7 @@ class ChartHandle:
         self.render = render
         self._handle = None
         self.png: bytes | None = None
+        self.retired = False  # a later cell shows the charts: this handle draws no more
 
     def _image(self, *args, **kwargs):
         from IPython.display import Image
@@ -210,7 +211,15 @@ class ChartHandle:
 
         self._handle = display(HTML(f"<i style='color:#777'>{text}</i>"), display_id=True)
 
+    def retire(self, text: str = "(charts: in the latest cell of this run)") -> None:
+        """A later cell shows the run's charts: this one becomes a line of text (nothing heavy is kept)."""
+        if self._handle is not None:
+            self._handle.update({"text/plain": text, "text/html": f"<i style='color:#777'>{text}</i>"}, raw=True)
+        self.png, self.retired = None, True
+
     def update(self, *args, **kwargs) -> None:
+        if self.retired:
+            return
         if self._handle is None:
             self.show(*args, **kwargs)
         else:
