@@ -199,5 +199,25 @@ def text_of(outputs: list[dict]) -> str:
     return "".join(parts)
 
 
+def final_text_of(outputs: list[dict]) -> str:
+    """The text a cell shows once it is done: like :func:`text_of`, with each of the cell's displays as its
+    latest ``update_display_data`` left it (a live view re-draws itself at pauses and ends, and freezes into the
+    run's status)."""
+    latest = {}
+    for msg in outputs:
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if msg["msg_type"] == "update_display_data" and display_id:
+            latest[display_id] = msg
+    shown = []
+    for msg in outputs:
+        if msg["msg_type"] == "update_display_data":
+            continue
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if display_id in latest:
+            msg = {**msg, "content": {**msg["content"], "data": latest[display_id]["content"]["data"]}}
+        shown.append(msg)
+    return text_of(shown)
+
+
 def python() -> str:
     return sys.executable
