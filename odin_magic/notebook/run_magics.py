@@ -119,8 +119,9 @@ class RunMagics:
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
 
     def _live_here(self, runner: NotebookRunner) -> bool:
-        """Whether this cell shows the run's live view (widgets): a status returned too would show it twice."""
-        return self.use_widgets() and getattr(runner.view, "display_handle", None) is not None
+        """Whether this command showed the run's live view (widgets): a status returned too would show it twice."""
+        shown = getattr(self, "_live_shown", None)
+        return shown is not None and shown is runner.view
 
     @staticmethod
     def _last_drive_is_current(runner: NotebookRunner) -> bool:
@@ -172,6 +173,7 @@ class RunMagics:
 
             install_stream_router(self._stray_output_sink)
             view.display_handle = display(view, display_id=True)  # text/plain: the text status
+            self._live_shown = view
             for chart in charts:  # drawn now from the run's state, re-drawn in place as it goes
                 if state is None:
                     chart.placeholder("charts appear at the run's first gate decision")

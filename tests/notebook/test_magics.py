@@ -389,6 +389,22 @@ def test_a_cell_with_a_live_view_shows_the_status_once(ip, project):
     assert isinstance(odin(ip, "status"), StatusDisplay)  # no widgets: the status, as before
 
 
+def test_a_wait_whose_cell_shows_no_live_view_returns_the_status(ip, project):
+    """A step that reopens a failed run shows no view of its own: the earlier (frozen) view is not this cell's."""
+    from support.nbtools import TINY_LOOP
+
+    (project / ".odin-loop" / "loops" / "fails.yaml").write_text(
+        TINY_LOOP.replace("name: tiny", "name: fails").replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 9"))
+    odin(ip, "config widgets=True")
+    try:
+        with capture_output():
+            odin(ip, f"run fails --task t --dry --approve-all --gates {','.join(['write:fail'] * 6)} --wait")
+            shown = odin(ip, "step review --wait")
+    finally:
+        odin(ip, "config widgets=False")
+    assert isinstance(shown, StatusDisplay) and shown.state.status == "awaiting_approval"
+
+
 def test_a_retired_view_s_charts_make_way_and_the_last_view_keeps_them(ip, project):
     magics = ip.magics_manager.registry["OdinMagics"]
     odin(ip, "config widgets=True")
