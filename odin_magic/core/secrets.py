@@ -22,7 +22,7 @@ secret (base64, split in pieces, reversed) is not recognised.
 A text that was *cut* may hold a piece of a secret where it was cut. Where odin
 cuts a text, it should redact first; as a safety net, :func:`redact` also
 redacts every piece of :data:`FRAGMENT_LENGTH` or more characters of a secret
-beside a cut mark (:data:`CUT_MARK`: the SDK's ``[output truncated]``, odin's
+beside a cut mark (:data:`CUT_MARK`: the SDK's ``[output truncated]`` or ``... [N lines truncated]``, odin's
 ``…``). Where someone else cut a text (the SDK's bash tool keeps the tail of a
 long output, its grep the head), :func:`redact_cut` also redacts such a piece
 at the start or the end of the text.
@@ -51,9 +51,11 @@ EXTRA_VARS = "ODIN_SECRET_VARS"
 MIN_LENGTH = 8
 #: A piece of a secret this long or longer at a cut edge is redacted (:func:`redact_cut`).
 FRAGMENT_LENGTH = 16
-#: Where a text was cut: the SDK's ``[output truncated]`` (before the tail bash keeps) and ``[output truncated at N
-#: bytes]`` (after the head grep keeps), the judge context's ``[… N more characters cut``, and odin's ``…``.
-CUT_MARK = re.compile(r"\[output truncated(?: at \d+ bytes)?\]|\[… \d+ more characters cut|…")
+#: Where a text was cut: the SDK's ``[output truncated]`` (before the tail bash keeps, anthropic < 2.16),
+#: ``... [N lines truncated]`` (after the head bash keeps, anthropic 2.16) and ``[output truncated at N bytes]``
+#: (after the head grep keeps), the judge context's ``[… N more characters cut``, and odin's ``…``.
+CUT_MARK = re.compile(r"\[output truncated(?: at \d+ bytes)?\]|\.\.\. \[\d+ lines truncated\]"
+                      r"|\[… \d+ more characters cut|…")
 
 _registered: dict[str, str] = {}
 _lock = threading.Lock()
@@ -94,7 +96,7 @@ def redact_text(text: str, found: list[tuple[str, str]] | None = None) -> str:
     for value, name in found:
         if value in text:
             text = text.replace(value, f"[redacted {name}]")
-    if found and ("…" in text or "[output truncated" in text):
+    if found and ("…" in text or "[output truncated" in text or "lines truncated]" in text):
         text = _redact_edges(text, found, ends=False)
     return text
 

@@ -2,7 +2,8 @@
 checks run in order, each adding its part to the shared :class:`~odin_magic.engine.gates.GateParts`:
 
 frozen (a frozen artifact the stage changed is restored and fails the gate) → scope (changes outside the
-stage's scope are reverted and fail the gate) → produces → commands → the
+stage's scope are reverted and fail the gate) → produces → commands → the metric (a ``measure:``
+against its baseline: :mod:`odin_magic.engine.metric_gate`) → the
 judge (:mod:`odin_magic.engine.gates`) → mutation (a passing gate's commands must fail on mutants) →
 completion (the last stage: the checks before done).
 
@@ -17,7 +18,9 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from odin_magic.engine import attribution, completion, frozen, gates, judge_context, judging, mutation, scope
+from odin_magic.engine import (
+    attribution, completion, frozen, gates, judge_context, judging, metric_gate, mutation, scope
+)
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
 from odin_magic.loop.sandboxing import stage_sandbox
@@ -243,5 +246,5 @@ def check_done(gate: StageGate, outcome_changed: bool) -> completion.CompletionR
 
 
 #: The checks of a stage execution's gate, in order (the first four decide or stop; see the module docstring).
-CHECKS: tuple[gates.Check, ...] = (check_frozen, check_scope, gates.check_produces, gates.check_commands, check_judge,
-                                   check_mutation, check_completion)
+CHECKS: tuple[gates.Check, ...] = (check_frozen, check_scope, gates.check_produces, gates.check_commands,
+                                   metric_gate.check_metric, check_judge, check_mutation, check_completion)

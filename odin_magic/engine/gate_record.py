@@ -91,13 +91,15 @@ def _pass_changes(s: Session, rec: GateRecord) -> dict[str, Any]:
 
 
 def _fail_changes(engine, s: Session, rec: GateRecord, entry: dict[str, Any]) -> dict[str, Any]:
-    """A failed gate: its route (``entry`` learns its class); a BLOCKED judge's stage is undone first."""
+    """A failed gate: its route (``entry`` learns its class); a BLOCKED judge's stage is undone first (what was
+    changed outside the run is kept)."""
     outcome, ckpt = rec.outcome, rec.ckpt
     route = routing.route(rec.stage.id, routing.Failure.of(outcome), s.state.repeats, s.loop.max_repeats)
     entry["failure"] = route.failure
     if route.failure == "blocked" and ckpt is not None:  # BLOCKED: undo the stage, then ask the human
+        outside = {c["path"] for c in outcome.changes if c.get("outside")}  # not the stage's (attribution)
         undone = engine.checkpoints.restore(ckpt.before, paths=[
-            c.path for c in ckpt.changes if not scope.protected(c.path)])
+            c.path for c in ckpt.changes if not scope.protected(c.path) and c.path not in outside])
         route.blocked.reason += f" (the stage's changes were reverted: {len(undone)} file(s))"
     return failure_changes(s, rec, route)
 

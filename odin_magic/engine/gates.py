@@ -40,6 +40,7 @@ class GateOutcome:
     context: str | None = None  # what an explorer found for a NEEDS_CONTEXT judge (see odin_magic.engine.judging)
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
     mutation: dict | None = None  # the discrimination sensor's report (mutation), when it ran
+    metric: dict | None = None  # the metric step's figures and decision (odin_magic.engine.metric_gate)
     completion: dict | None = None  # the checks before done (completion), on the last stage
     changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.runs.checkpoints.Change)
     reverted: list[str] = field(default_factory=list)  # changes outside the stage's scope, undone (odin_magic.engine.scope)
@@ -64,6 +65,7 @@ class GateOutcome:
             "edit_checks": self.edit_checks,
             "context": self.context,
             "mutation": self.mutation,
+            "metric": self.metric,
             "completion": self.completion,
             "changes": self.changes,
             "reverted": self.reverted,
@@ -85,6 +87,7 @@ class GateParts:
     context: str | None = None
     edit_checks: list[dict] = field(default_factory=list)
     mutation: dict | None = None
+    metric: dict | None = None
     completion: dict | None = None
     changes: list[dict] = field(default_factory=list)
     reverted: list[str] = field(default_factory=list)

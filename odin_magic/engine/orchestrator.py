@@ -199,7 +199,8 @@ class Engine:
     def diff(self, selector: str | None = None, run_id: str | None = None, net: bool = False) -> diffs.StageDiff:
         """What a stage execution changed: ``selector`` is a stage id, an execution number, or None (the latest);
         ``net``: the stage's net change over all its executions."""
-        return diffs.stage_diff(self.checkpoints, self.status(run_id), selector, net=net)
+        state = self.status(run_id)
+        return diffs.stage_diff(self.checkpoints, state, selector, net=net, run_dir=self.run_dir(state.run_id))
 
     def revert(self, selector: str | None = None, to: int | None = None, force: bool = False) -> RunState:
         """Restore the tree to the checkpoint before a stage execution; the run continues from that stage.

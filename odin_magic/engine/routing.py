@@ -142,10 +142,12 @@ class Failure:
     commands: list[CommandEvidence] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     judge_status: str | None = None
+    undecided: dict | None = None  # a metric gate that could not decide ({reason, fix}: odin_magic.engine.metric_gate)
 
     @classmethod
     def of(cls, outcome) -> "Failure":
-        return cls(outcome.reason, outcome.commands, outcome.missing, outcome.judge_status)
+        metric = getattr(outcome, "metric", None) or {}
+        return cls(outcome.reason, outcome.commands, outcome.missing, outcome.judge_status, metric.get("blocked"))
 
 
 def route(stage_id: str, failure: Failure, current: Streak | None, max_repeats: int) -> Route:
@@ -159,6 +161,10 @@ def route(stage_id: str, failure: Failure, current: Streak | None, max_repeats: 
         return Route("blocked", streak, Blocked(
             kind="judge", stage=stage_id, reason=reason or "the judge is blocked",
             fix="resolve the blocker; then `odin run` re-runs the stage (no loopback was spent)"))
+    if failure.undecided is not None:  # e.g. a baseline that cannot be measured: the human decides what to do
+        return Route("environment", streak, Blocked(
+            kind="environment", stage=stage_id, reason=failure.undecided["reason"],
+            fix=f"{failure.undecided['fix']}; then `odin run` re-checks the gate (no loopback was spent)"))
     failed = failed_command(commands) if not missing else None
     problem = environment_problem(failed) if failed is not None else None
     if problem is not None:

@@ -219,9 +219,10 @@ def _unchanged_tree(engine, s: Session) -> str | None:
 
 
 def _left_alone(outcome: gates.GateOutcome, done_check) -> bool:
-    """The gate changed nothing in the project: it ran no command (gate, mutants, the checks before done) and
+    """The gate changed nothing in the project: it ran no command (gate, measure, mutants, the checks before done) and
     put nothing back (a frozen artifact, a change out of scope)."""
-    return not outcome.commands and outcome.mutation is None and not outcome.reverted and done_check is None
+    return not outcome.commands and outcome.mutation is None and outcome.metric is None and not outcome.reverted \
+        and done_check is None
 
 
 def artifact_stats(produces: dict[str, Placement]) -> list[tuple]:

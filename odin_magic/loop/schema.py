@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Role = Literal["explore", "planner", "executor", "critic", "reviewer"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -118,6 +118,103 @@ class GateCommand(_Strict):
     )
 
 
+#: An amount relative to the baseline (``"2%"``) or in the figure's unit (a number).
+AMOUNT_RE = re.compile(r"^[0-9]+(\.[0-9]+)?%$")
+#: ``baseline: stage <id>``: the figure at the end of an earlier stage.
+BASELINE_STAGE_RE = re.compile(r"^stage\s+([A-Za-z0-9][A-Za-z0-9_.-]*)$")
+
+
+def _amount(value: float | str | None) -> float | str | None:
+    if isinstance(value, str) and not AMOUNT_RE.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is neither a number nor a percentage such as '2%'")
+    if isinstance(value, (int, float)) and (value < 0 or value != value or value in (float("inf"), float("-inf"))):
+        raise ValueError(f"{value!r} must be a finite number >= 0")
+    return value.strip() if isinstance(value, str) else value
+
+
+Amount = Annotated[Union[float, str, None], AfterValidator(_amount)]
+
+
+class Measure(_Strict):
+    """A metric in a gate: a command's figure compared with the figure before the stage's change."""
+
+    cmd: NonBlank = Field(description="Shell command that prints the figure; run like a gate command (sandboxed, "
+                          "with its evidence), in the project and, for the baseline, in a scratch copy of the before-tree.")
+    regex: str | None = Field(default=None, description="A regular expression with one group: the figure is the "
+                              "group of its last match in stdout (else stderr). One of regex or json.")
+    json_path: str | None = Field(default=None, alias="json", description="A dotted path (`a.b.0`) into JSON "
+                                  "printed on stdout. One of regex or json.")
+    direction: Literal["lower", "higher"] = Field(description="Which way is better.")
+    name: str | None = Field(default=None, description="The figure's name in reasons (default: the command).")
+    unit: str | None = Field(default=None, description="The figure's unit, for display.")
+    repeat: int = Field(default=3, ge=1, le=100, description="Runs per measurement: the median is the figure, "
+                        "the spread (largest minus smallest) is recorded.")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S,
+                                  description="Seconds before one run is killed (default 600).")
+    tolerance: Amount = Field(default=None, description="How much worse than the baseline still passes: '2%' "
+                              "or a number (default: nothing beyond the measured spread).")
+    target: float | None = Field(default=None, description="The figure to reach: the gate fails until it is.")
+    min_improvement: Amount = Field(default=None, description="How much better than the baseline a change must "
+                                    "be to pass: '5%' or a number (and always beyond the spread).")
+    baseline: Union[float, str, None] = Field(default=None, description="The figure before the change: default "
+                                              "measured on the stage's before-checkpoint; a number pins it; "
+                                              "'stage <id>' takes the figure at the end of an earlier stage.")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+    @field_validator("regex")
+    @classmethod
+    def _one_group(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            groups = re.compile(value).groups
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        if groups != 1:
+            raise ValueError(f"the regex must have exactly one group (the figure); it has {groups}")
+        return value
+
+    @field_validator("json_path")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or any(not step for step in value.split("."))):
+            raise ValueError(f"{value!r} is not a dotted path such as 'latency.p95' or 'results.0.ms'")
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _finite_target(cls, value: float | None) -> float | None:
+        if value is not None and (value != value or value in (float("inf"), float("-inf"))):
+            raise ValueError("the target must be a finite number")
+        return value
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str) and not BASELINE_STAGE_RE.fullmatch(value.strip()):
+            raise ValueError(f"{value!r} is neither a number nor 'stage <id>'")
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            raise ValueError("a pinned baseline must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _one_reading(self) -> "Measure":
+        if (self.regex is None) == (self.json_path is None):
+            raise ValueError("say how to read the figure: exactly one of `regex:` (one group) or `json:` (a path)")
+        return self
+
+    @property
+    def baseline_stage(self) -> str | None:
+        """The stage whose end gives the baseline (``baseline: stage <id>``), else None."""
+        found = BASELINE_STAGE_RE.fullmatch(self.baseline.strip()) if isinstance(self.baseline, str) else None
+        return found.group(1) if found else None
+
+    @property
+    def label(self) -> str:
+        return self.name or f"`{self.cmd}`"
+
+
 
 class Gate(_Strict):
     mode: GateMode = Field(
@@ -139,6 +236,9 @@ class Gate(_Strict):
         description="After the gate passes, prove its `run` commands can fail: mutate the Python code the "
         "stage checks and fail the gate when fewer than the loop's min_kill_ratio of the mutants are caught.",
     )
+    measure: Measure | None = Field(
+        default=None, description="A metric: a command's figure compared with the baseline (the figure before the "
+        "stage's change), after the `run` commands and before the judge (docs/metrics.md).")
 
     @field_validator("run", mode="after")
     @classmethod

@@ -37,6 +37,11 @@ def _is_model(tp) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
+def _field(model: type[BaseModel], key: str):
+    """The field a key of the data names: by its name, or by its alias (a measure's ``json``)."""
+    return model.model_fields.get(key) or next((i for i in model.model_fields.values() if i.alias == key), None)
+
+
 @dataclass
 class _Located:
     path: tuple  # the location in the data, union branch tags removed
@@ -63,7 +68,7 @@ def _locate(loc: tuple, root: type[BaseModel] = Loop) -> _Located:
         path.append(step)
         if _is_model(tp):
             model = tp
-            info = tp.model_fields.get(step) if isinstance(step, str) else None
+            info = _field(tp, step) if isinstance(step, str) else None
             tp = info.annotation if info is not None else None
         elif origin in (list, tuple):
             args = typing.get_args(tp)
@@ -208,7 +213,7 @@ class SchemaErrors(LocatedDiagnostics):
         """A key the model does not have: a close spelling, or the level where the key belongs."""
         path = located.path
         last = path[-1] if path else None
-        allowed = list(located.model.model_fields) if located.model else []
+        allowed = [i.alias or n for n, i in located.model.model_fields.items()] if located.model else []
         guess = did_you_mean(last, allowed)
         message = f"unknown key {last!r}" + (f" (did you mean {guess!r}?)" if guess else "")
         fix = f"rename it to '{guess}'" if guess else f"remove it; the keys allowed here are: {', '.join(allowed)}"

@@ -10,7 +10,7 @@ from typing import Any
 from odin_magic.loop.artifacts import control_character
 from odin_magic.loop.diagnostics import LocatedDiagnostics, did_you_mean
 from odin_magic.loop.roles import POLICIES
-from odin_magic.loop.schema import ROLE_DEFAULT_FRESH, ROLES
+from odin_magic.loop.schema import BASELINE_STAGE_RE, ROLE_DEFAULT_FRESH, ROLES
 
 INTERVIEW_LOG = "interview-log.md"
 
@@ -53,6 +53,7 @@ class StageRules(LocatedDiagnostics):
             self.error(base + ("gate", "mutate"), "`mutate: true` proves the gate's `run` commands can fail, "
                        "but this gate has no `run` command", "add the command that tests the code under `run:`, "
                        "or drop `mutate`")
+        self._measure_rules(base, sid, gate.get("measure"), ids)
         mode = gate.get("mode")
         if schedulable and mode in ("ai+human", "human"):
             self.error(
@@ -60,6 +61,25 @@ class StageRules(LocatedDiagnostics):
                 f"stage {sid!r} has gate mode {mode!r}, which pauses for a human; a schedulable loop never pauses",
                 "use `mode: ai`",
             )
+
+    def _measure_rules(self, base: tuple, sid: str, measure: Any, ids: dict[str, int]) -> None:
+        """``baseline: stage <id>`` names a stage that runs before this one (its figure at its end)."""
+        baseline = measure.get("baseline") if isinstance(measure, dict) else None
+        found = BASELINE_STAGE_RE.fullmatch(baseline.strip()) if isinstance(baseline, str) else None
+        if found is None:
+            return
+        name, here = found.group(1), base[1]
+        earlier = [k for k, v in ids.items() if v < here]
+        if ids.get(name, here) < here:
+            return
+        guess = did_you_mean(name, earlier)
+        what = "is this stage" if name == sid else "comes after this stage" if name in ids else "is not a stage id"
+        self.error(base + ("gate", "measure", "baseline"),
+                   f"`baseline: stage {name}` names the figure at the end of an earlier stage, but {name!r} {what}"
+                   + (f" (did you mean {guess!r}?)" if guess else ""),
+                   f"use `baseline: stage {guess}`" if guess else
+                   f"name one of the stages before {sid!r} ({', '.join(earlier) or 'there is none'}), or leave "
+                   "`baseline` out to measure the stage's before-tree")
 
     def _interview_rules(self, base: tuple, sid: str, stage: dict, schedulable: bool) -> None:
         """An interview waits for a person; a deep one talks inline and produces the interview log."""

@@ -211,6 +211,7 @@ class RunView:
         self.status_source = sources.status  # the run's StatusDisplay (the view's text, and its frozen form)
         self.frozen: dict | None = None  # the static bundle the display became (see freeze), None while live
         self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
+        self._sent_text: str | None = None  # the text/plain the display last got
         self.run_dir_for = sources.run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
         self.question_panel_source = sources.question_panel  # the interview's own panel, when installed
         self.question_source = sources.question  # the interview's waiting question, as text
@@ -263,7 +264,7 @@ class RunView:
         if self.frozen is not None:
             return dict(self.frozen)
         data = self.widget._repr_mimebundle_(**kwargs)
-        data["text/plain"] = self.text_status()
+        data["text/plain"] = self._sent_text = self.text_status()
         return data
 
     def status_display(self) -> StatusDisplay | None:
@@ -296,7 +297,8 @@ class RunView:
             if note:
                 text, page = f"{text}\n({note})", f"<p style='color:#777'><i>{html.escape(note)}</i></p>{page}"
             self.frozen = {"text/plain": text, "text/html": page}
-            self._refresh_display()
+            if self.display_handle is not None:
+                self.display_handle.update(self)
             close_tree(self.widget)
             for panel in (self.approval, self.answer_panel):  # not in the tree once taken down
                 if panel is not None:
@@ -304,8 +306,14 @@ class RunView:
         self._out_sender.close()
 
     def _refresh_display(self) -> None:
-        """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status."""
-        if self.display_handle is not None:
+        """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status; only when
+        that text changed: a front end draws the view anew on each update, and a click on a button of the view
+        it replaces is lost."""
+        if self.display_handle is None:
+            return
+        text = self.text_status()
+        if text != self._sent_text:
+            self._sent_text = text
             self.display_handle.update(self)
 
     def _stage_ids(self) -> list[str]:
@@ -360,7 +368,9 @@ class RunView:
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
             self._show_usage(state.usage.total)
-            done = state.status in ("done", "failed", "abandoned")
+            done = state.status in ENDED
+            if not done:  # an ended run's view freezes (below): one update
+                self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
             waiting = state.status in ("awaiting_approval", "awaiting_answer")
             self.stop_button.disabled = done or waiting
             self.stop_button.layout.display = "none" if done or waiting else None  # the panel has its own
@@ -389,8 +399,6 @@ class RunView:
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
             if done:
                 self.freeze()  # the display becomes the run's final status
-            else:
-                self._refresh_display()
 
     def _show_usage(self, total: Usage) -> None:
         self.usage.value = f"tokens {total.total_tokens:,}, cost {cost_text(total)}"

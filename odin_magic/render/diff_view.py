@@ -36,8 +36,9 @@ def file_html(f: FileDiff) -> str:
     lines = f.text.splitlines(keepends=True)
     shown = "".join(lines[:MAX_HTML_LINES])
     more = f"\n… {len(lines) - MAX_HTML_LINES} more lines (odin diff prints them all)\n" if len(lines) > MAX_HTML_LINES else ""
+    outside = f" <i class='odin-muted'>— {html.escape(f.outside)}</i>" if f.outside else ""
     return (f"<details class='odin-diff-file'><summary><code>{html.escape(c.path)}</code> "
-            f"<span class='odin-muted'>{c.kind}</span> {counts}</summary>{highlight(shown + more)}</details>")
+            f"<span class='odin-muted'>{c.kind}</span> {counts}{outside}</summary>{highlight(shown + more)}</details>")
 
 
 def highlight(diff_text: str) -> str:

@@ -9,8 +9,10 @@ over all its executions: from the checkpoint before its first to the tree after 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from odin_magic.runs import evidence as gate_evidence
 from odin_magic.runs.checkpoint_listing import shown
 from odin_magic.runs.checkpoints import Change, Checkpoints
 from odin_magic.core.errors import UsageError
@@ -49,6 +51,10 @@ def select_execution(state: RunState, selector: str | None) -> tuple[int, Histor
 class FileDiff:
     change: Change
     text: str  # this file's part of the unified diff
+    outside: str = ""  # why the gate found it changed outside the run (not the stage's work; attribution)
+
+    def describe(self) -> str:
+        return self.change.describe() + (f"  [{self.outside}]" if self.outside else "")
 
 
 def split_diff(text: str) -> dict[str, str]:
@@ -125,27 +131,44 @@ class StageDiff:
     def summary(self) -> str:
         if not self.files:
             return "no files changed"
-        return "\n".join(f.change.describe() for f in self.files)
+        return "\n".join(f.describe() for f in self.files)
 
     def text(self) -> str:
         head = f"{self.title} ({len(self.files)} file(s) changed)"
+        outside = [f"  {f.describe()}" for f in self.files if f.outside]
+        if outside:
+            head += "\nnot the stage's work (its gate found them changed outside the run):\n" + "\n".join(outside)
         body = "".join(f.text for f in self.files)
         return head + "\n" + (self.summary() if not body else body.rstrip("\n"))
 
 
-def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None, net: bool = False) -> StageDiff:
+def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None = None, net: bool = False,
+               run_dir: Path | None = None) -> StageDiff:
     """The diff of the execution ``selector`` names (see :func:`select_execution`); with ``net``, of the stage
     ``selector`` over all its executions: from the checkpoint before its first to the tree after its last
-    (what other stages changed in between counts too: the tree is compared, not the executions)."""
+    (what other stages changed in between counts too: the tree is compared, not the executions). With the
+    ``run_dir``, a file the execution's gate found changed outside the run says so (its evidence)."""
     if net:
         return _net_diff(checkpoints, state, selector)
     number, entry = select_execution(state, selector)
     before, after = entry.checkpoint, entry.after or entry.checkpoint
     files = file_diffs(checkpoints, before, after)
+    if run_dir is not None:
+        files = _marked_outside(files, run_dir, entry)
     by_stage = selector is not None and selector != "" and not selector.isdigit()
     numbers = [n for n, e in enumerate(state.history, start=1) if e.checkpoint and e.stage == entry.stage]
     return StageDiff(state.run_id, number, entry.stage, before, after, files,
                      selected="latest" if by_stage else "", numbers=numbers)
+
+
+def _marked_outside(files: list[FileDiff], run_dir: Path, entry: HistoryEntry) -> list[FileDiff]:
+    """``files`` with the reason of each one the entry's gate evidence lists as changed outside the run."""
+    try:
+        changes = gate_evidence.read(run_dir, entry.evidence).get("changes") or [] if entry.evidence else []
+    except (OSError, ValueError):  # unreadable evidence: the diff is still the diff
+        return files
+    outside = {c.get("path"): c["outside"] for c in changes if isinstance(c, dict) and c.get("outside")}
+    return [replace(f, outside=outside[f.change.path]) if f.change.path in outside else f for f in files]
 
 
 def file_diffs(checkpoints: Checkpoints, before: str, after: str) -> list[FileDiff]:

@@ -34,6 +34,8 @@ def test_pieces_beside_the_sdk_cut_marks_are_redacted():
     assert clean("[output truncated]\n" + KEY[-20:] + " more") == "[output truncated]\n" + MARK + " more"
     grep = "a.py:1:x = '" + KEY[:25] + "\n[output truncated at 102400 bytes]"
     assert clean(grep) == "a.py:1:x = '" + MARK + "\n[output truncated at 102400 bytes]"
+    head = "x = '" + KEY[:30] + "\n\n... [12 lines truncated] Full output saved to: /tmp/o.txt"  # bash, anthropic 2.16
+    assert clean(head) == "x = '" + MARK + "\n\n... [12 lines truncated] Full output saved to: /tmp/o.txt"
 
 
 def test_a_piece_shorter_than_the_limit_or_away_from_an_edge_is_left():

@@ -186,3 +186,57 @@ def test_an_edit_while_a_process_of_the_stages_bash_still_runs_is_the_stages(pro
     first = state.history[0]
     assert first.result == "fail" and "reviewer changed src/app.py (modified) outside its scope" in first.reason
     assert app.read_text() == "print('app')\n"  # reverted
+
+
+BUILD_LOOP = """
+name: built
+max_iterations: 4
+stages:
+  - id: build
+    produces: [src/new.py]
+    gate: {mode: ai, check: the module is written}
+"""
+
+BLOCKED_BUILD = """
+stages:
+  build:
+    - turns:
+        - tools: [{write: {file_path: src/new.py, content: "x = 1\\n"}}]
+        - text: wrote src/new.py
+judge:
+  build:
+    - {status: BLOCKED, passed: false, blocking: ["the task contradicts itself"]}
+"""
+
+
+def test_a_blocked_judge_undoes_the_stage_but_not_an_edit_made_outside_the_run(project, write_loop):
+    """BLOCKED reverts the stage's work to its checkpoint; a file someone else edited meanwhile is not the stage's."""
+    write_loop(BUILD_LOOP)
+    app = setup_src(project)
+    engine, _ = engine_editing_while_thinking(project, BLOCKED_BUILD, at=2,
+                                              edit=someone_appends(project, app, "# an editor's save\n"))
+    state = engine.start("built", "t")
+    assert state.status == "blocked" and state.blocked.kind == "judge"
+    assert not (project / "src" / "new.py").exists()  # the stage's work, undone
+    assert app.read_text() == "print('app')\n# an editor's save\n"  # the user's edit, kept
+    assert "reverted: 1 file(s)" in state.blocked.reason
+
+
+def test_odin_diff_names_a_file_changed_outside_the_run(project, write_loop):
+    """The stage's diff still shows the file (the tree changed), marked as not the stage's work, in text and HTML."""
+    from odin_magic.render.diff_view import DiffDisplay
+
+    write_loop(REVIEW_LOOP)
+    app = setup_src(project)
+    engine, _ = engine_editing_while_thinking(
+        project, REVIEW.format(tool='read: {file_path: "src/app.py"}'), at=2,
+        edit=someone_appends(project, app, "# an editor's save\n"))
+    state = engine.start("reviewed", "t")
+    shown = engine.diff()
+    (f,) = shown.files
+    assert f.change.path == "src/app.py" and f.outside.startswith("changed outside the run")
+    text = shown.text()
+    assert "not the stage's work (its gate found them changed outside the run):" in text
+    assert "src/app.py" in text and "+# an editor's save" in text
+    assert "changed outside the run" in DiffDisplay(shown).html()
+    assert state.status == "done"

@@ -265,3 +265,24 @@ def test_the_cost_reads_the_same_from_the_start(tmp_path):
     """No "$0.0000" before the first usage: the cost appears, worded as everywhere, with the first usage."""
     view = RunView(None, tmp_path, Recorder(None))
     assert "$" not in view.usage.value and view.usage.value.startswith("tokens 0")
+
+
+def test_the_view_is_sent_again_only_when_its_text_changed(tmp_path):
+    """A front end draws the whole view anew on each display update, and a click on a button of the view it
+    replaces is lost: the same pause shown twice (announced, then the drive's end) sends no second update."""
+    from IPython.display import display
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    start_ipython()
+    engine, view, actions, state = drive(tmp_path, [])
+    with capture_output() as shown:
+        view.display_handle = display(view, display_id=True)
+        view.show_state(engine.status())  # the pause it already shows
+        view.show_state(engine.status())
+    assert len(shown.outputs) == 1  # the first display, no update
+    view.approval.approve_button.click()
+    with capture_output() as shown:
+        view.show_state(engine.status())  # done: a new text
+        view.show_state(engine.status())
+    assert len(shown.outputs) == 1 and "done" in shown.outputs[0].data["text/plain"]

@@ -1,13 +1,16 @@
 """A secret the SDK's bash tool cuts leaves no piece of itself behind (issue 20, part 5).
 
-The bash tool keeps the last 100 KiB of a long output: a key printed just before 100 KiB of other output is
-cut through, and the piece left after the ``[output truncated]`` mark is not the key's exact value. A real
-stage (the Claude worker and the SDK against the local fake API, a real shell) runs such a command; no piece
-of 16 characters of the key reaches the next request, ``thread.json`` or the tool log.
+The bash tool keeps part of a long output: its last 100 KiB after an ``[output truncated]`` line (anthropic
+< 2.16), or its first 30,000 characters before a ``... [N lines truncated]`` line (2.16). A key printed across
+that cut is cut through, and the piece left beside the mark is not the key's exact value. Which end the
+installed SDK keeps is found by running a command (:func:`kept_end`), not read from its version. A real stage
+(the Claude worker and the SDK against the local fake API, a real shell) runs such a command; no piece of 16
+characters of the key reaches the next request, ``thread.json`` or the tool log.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -16,12 +19,12 @@ import pytest
 
 from anthropic.lib.tools.agent_toolset import BASH_OUTPUT_LIMIT
 
-from odin_magic.core.secrets import FRAGMENT_LENGTH
+from odin_magic.core.secrets import CUT_MARK, FRAGMENT_LENGTH
 from odin_magic.engine import judge_context
 from support.stage_jobs import loop_from, perform_calls, stage_job
 
 KEY = "sk-ant-api03-cut-edges-must-not-leak-0123456789abcdefABCDEF"
-#: what the SDK's shell prints after a command's output: a line break, its sentinel and the exit code
+#: what the SDK's shell (anthropic < 2.16) prints after a command's output: a line break, its sentinel, the exit
 SENTINEL = len("\n__ANT_CMD_") + 32 + len("_DONE__0\n")
 
 LOOP = """
@@ -41,19 +44,50 @@ def pieces(text: str) -> list[str]:
             if KEY[i:i + FRAGMENT_LENGTH] in text]
 
 
+@functools.lru_cache(maxsize=1)
+def kept_end(where: str) -> str:
+    """Which end of a long output the installed SDK's bash tool keeps: "tail" or "head" (a command tells)."""
+    project = Path(where)
+    command = f"printf HEAD; head -c {2 * BASH_OUTPUT_LIMIT} /dev/zero | tr '\\0' x; printf TAIL"
+    fake, _, _ = perform_calls(loop_from(LOOP), "build", project, [("bash", {"command": command})])
+    result = json.dumps(fake.requests[1].body["messages"][-1]["content"][0])
+    assert ("HEAD" in result) != ("TAIL" in result), result[:300]
+    return "head" if "HEAD" in result else "tail"
+
+
+def cut_through_the_key(project: Path, left: int) -> str:
+    """A command whose output the bash tool cuts ``left`` characters into the key (the key's last ``left``
+    characters kept when it keeps the tail, its first ``left`` when it keeps the head)."""
+    (project / "key.txt").write_text(KEY)
+    if kept_end(str(project.parent / "probe")) == "tail":
+        return f"cat key.txt; head -c {BASH_OUTPUT_LIMIT - left - SENTINEL} /dev/zero | tr '\\0' x"
+    return f"head -c {BASH_OUTPUT_LIMIT - left} /dev/zero | tr '\\0' x; cat key.txt; head -c 100 /dev/zero | tr '\\0' y"
+
+
+def key_whole_at_the_cut(project: Path) -> str:
+    """A command whose output the bash tool cuts just beside a whole key (the key is kept whole)."""
+    (project / "key.txt").write_text(KEY)
+    if kept_end(str(project.parent / "probe")) == "tail":
+        return f"head -c {BASH_OUTPUT_LIMIT} /dev/zero | tr '\\0' x; cat key.txt"
+    return f"head -c {BASH_OUTPUT_LIMIT - len(KEY)} /dev/zero | tr '\\0' x; cat key.txt; head -c 100 /dev/zero | tr '\\0' y"
+
+
+@pytest.fixture(autouse=True)
+def probe_dir(project: Path):
+    (project.parent / "probe").mkdir(exist_ok=True)
+
+
 @pytest.mark.parametrize("left, tail", [
-    (24, "true"),  # the key cut in the middle: its last 24 characters are kept
+    (24, "true"),  # the key cut in the middle: 24 of its characters are kept
     (FRAGMENT_LENGTH + 2, "false"),  # just above the piece length, and an exit that is not 0 (a tool error)
     (len(KEY) - 3, "true"),  # nearly whole
 ])
 def test_a_key_cut_by_the_bash_tool_leaves_no_piece(project: Path, monkeypatch, left: int, tail: str):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    (project / "key.txt").write_text(KEY)
-    fill = BASH_OUTPUT_LIMIT - left - SENTINEL
-    command = f"cat key.txt; head -c {fill} /dev/zero | tr '\\0' x; {tail}"
+    command = f"{cut_through_the_key(project, left)}; {tail}"
     fake, job, _ = perform_calls(loop_from(LOOP), "build", project, [("bash", {"command": command})])
     result = fake.requests[1].body["messages"][-1]["content"][0]
-    assert result["type"] == "tool_result" and "[output truncated]" in json.dumps(result)
+    assert result["type"] == "tool_result" and CUT_MARK.search(json.dumps(result))
     assert "[redacted ANTHROPIC_API_KEY]" in json.dumps(result)
     for request in fake.requests[1:]:
         assert pieces(json.dumps(request.body)) == []
@@ -63,13 +97,12 @@ def test_a_key_cut_by_the_bash_tool_leaves_no_piece(project: Path, monkeypatch, 
         assert pieces(path.read_text(errors="replace")) == [], path
 
 
-def test_a_key_at_the_end_of_a_long_output_is_redacted_whole(project: Path, monkeypatch):
+def test_a_key_at_the_edge_of_a_long_output_is_redacted_whole(project: Path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    (project / "key.txt").write_text(KEY)
-    command = f"head -c {BASH_OUTPUT_LIMIT} /dev/zero | tr '\\0' x; cat key.txt"
+    command = key_whole_at_the_cut(project)
     fake, job, _ = perform_calls(loop_from(LOOP), "build", project, [("bash", {"command": command})])
     result = json.dumps(fake.requests[1].body["messages"][-1]["content"][0])
-    assert "[output truncated]" in result and result.count("[redacted ANTHROPIC_API_KEY]") == 1
+    assert CUT_MARK.search(result) and result.count("[redacted ANTHROPIC_API_KEY]") == 1
     assert pieces(json.dumps(fake.requests[1].body)) == []
     assert pieces((job.run_dir / "thread.json").read_text()) == []
 

@@ -30,7 +30,7 @@ def test_the_tools_say_where_they_work_and_how_they_fail(project: Path):
     by_name = {tool["name"]: tool for tool in tools}
     bash = by_name["bash"]["description"]
     for needed in ("project directory", "$ODIN_PROJECT_DIR", "$ODIN_RUN_DIR", "120 seconds", "timeout_ms",
-                   "100 KiB", "[output truncated]", "non-zero", "error result"):
+                   "is cut", "narrow the command", "non-zero", "error result"):
         assert needed in bash, needed
     read = by_name["read"]["description"]
     for needed in ("numbered from 1", "1-based and inclusive", "view_range"):
