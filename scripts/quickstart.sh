@@ -24,15 +24,16 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+from odin_magic.notebook.headless import HeadlessClient  # nbclient, saving only the widgets still open
 
 out = Path(sys.argv[1])
 nb = nbformat.read(out / "quickstart.ipynb", as_version=4)
 log = out / "kernel.log"
 with open(log, "wb") as kernel_stderr:
     try:
-        NotebookClient(nb, kernel_name="python3", timeout=600,
+        HeadlessClient(nb, kernel_name="python3", timeout=600,
                        resources={"metadata": {"path": str(out)}}).execute(stderr=kernel_stderr)
         failed = None
     except CellExecutionError as exc:

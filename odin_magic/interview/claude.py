@@ -290,15 +290,26 @@ def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, s
 
     path = env.get("ODIN_INTERVIEW_SCRIPT", "").strip()
     if path:
-        return ScriptedInterviewModel.from_yaml(locate(path))
+        return _offline(ScriptedInterviewModel.from_yaml(locate(path)), settings)
     if settings.script is not None:
         from odin_magic.workers.scripted import ScriptedModel, load_script
 
         script_path = locate(settings.script)
         script = load_script(script_path)
         if script.interview is not None:
-            return ScriptedInterviewModel(script.interview, source=f"{script_path} (interview)")
+            return _offline(ScriptedInterviewModel(script.interview, source=f"{script_path} (interview)"), settings)
         model = ScriptedModel(script, source=str(script_path))
         return ClaudeInterviewModel(settings, model.client_factory(max_retries=settings.max_retries), project_dir)
     require_credentials(settings)
     return ClaudeInterviewModel(settings, project_dir=project_dir)
+
+
+def _offline(model, settings: Settings):
+    """A scripted interview model whose usage is priced as the worker's is offline: what it would cost on
+    Claude, nothing spent (so a run's cost reads the same from its first question on)."""
+    def price(usage: Usage) -> Usage:
+        cost = settings.cost(settings.model, usage)
+        return usage.model_copy(update={"cost_usd": cost, "offline_usd": cost})
+
+    model.price = price
+    return model

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -77,6 +77,8 @@ class ScriptedInterviewModel:
         self.calls: list[tuple[str, int]] = []  # (method, round), in call order
         self.briefs: list[InterviewBrief] = []  # the brief of every call, in call order
         self._lock = threading.Lock()
+        #: what a reply's usage costs (``make_interview_model``: what it would cost on Claude); None: unpriced
+        self.price: Callable[[Usage], Usage] | None = None
         rounds = script.get("rounds") or {}
         if not isinstance(rounds, dict):
             raise UsageError(f"{source}: `rounds` must map a round number to its replies", hint="rounds: {1: {question: ...}}")
@@ -108,11 +110,10 @@ class ScriptedInterviewModel:
             self.calls.append((method, n))
             self.briefs.append(brief)
 
-    @staticmethod
-    def _reply(value, brief: InterviewBrief) -> Reply:
+    def _reply(self, value, brief: InterviewBrief) -> Reply:
         """A reply with estimated tokens (about 4 characters each), so offline runs account usage too."""
         usage = Usage(input_tokens=len(brief.render()) // 4 + 1, output_tokens=len(value.model_dump_json()) // 4 + 1)
-        return Reply(value, usage)
+        return Reply(value, usage if self.price is None else self.price(usage))
 
     def _parse(self, model, data, where: str):
         try:

@@ -101,13 +101,18 @@ class NotebookRunner:
     # -- views ---------------------------------------------------------------------------
 
     def attach(self, view, charts=()) -> None:
-        """Make ``view`` the live view: events go to it; the previous view retires."""
+        """Make ``view`` the live view: events go to it; the previous view retires (it freezes), and its charts
+        make way for this view's, unless its run had ended (the last view of a run keeps its charts)."""
         old = self.view
         if old is not None:
             self.fanout.unsubscribe(old.handle_event)
+            ended = getattr(old, "ended", False)
             retire = getattr(old, "retire", None)
             if retire:
                 retire()
+            if not ended:
+                for chart in self.charts:
+                    getattr(chart, "retire", lambda: None)()
         self.view = view
         self.charts = list(charts)
         if view is not None:
@@ -313,7 +318,10 @@ class NotebookRunner:
             raise RunRefused("the run is driving in the background", hint="%odin stop first, then %odin abandon")
         if self.engine.blocking_damage() is None:  # a damaged run that may be active can be abandoned too
             self._require_active()
-        return self.engine.abandon()
+        state = self.engine.abandon()
+        if self.view is not None:
+            self.view.show_state(state)  # the run ended: its live view freezes
+        return state
 
     def stop(self) -> bool:
         """Ask the driving engine to end after the current step. False when nothing is driving."""

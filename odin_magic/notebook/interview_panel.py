@@ -17,6 +17,7 @@ from typing import Callable
 
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.runner import convergence_points
+from odin_magic.notebook.panels import close_tree
 
 Send = Callable[[str], None]
 
@@ -86,6 +87,7 @@ class QuestionPanel:
         elif question.kind == "challenge":
             quick = [self.skip_button]
         self.buttons = [self.send_button] + quick
+        self._close_unused(quick)
         header = html.escape(question.header())
         body = html.escape(question.text)
         panel = w.VBox([
@@ -102,6 +104,12 @@ class QuestionPanel:
             children.append(self.chart)
         self.widget = w.HBox(children, layout=w.Layout(border="1px solid #4a7fc1", padding="6px", margin="6px 0"))
         self.widget.add_class("odin-question")
+
+    def _close_unused(self, shown: list) -> None:
+        """The buttons made for other kinds of question, never shown: closed, so their state is not kept."""
+        for unused in {*self.option_buttons, self.decide_button, self.skip_button, self.confirm_button,
+                       self.accept_button, self.reject_button} - set(shown):
+            close_tree(unused)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

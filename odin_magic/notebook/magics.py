@@ -113,6 +113,7 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
     @no_var_expand  # the text is taken literally: no {expr} or $var expansion (tasks, feedback, answers)
     @line_cell_magic
     def odin(self, line: str, cell: str | None = None):
+        self._live_shown = None  # the live view this command shows, if any (run_magics._show_live)
         try:
             if cell is not None:
                 return self._cell(line, cell)

@@ -14,6 +14,23 @@ from typing import Callable, Protocol, Sequence
 from odin_magic.render.displays import AWAITING, VerdictRecord, html_mark
 
 
+def close_tree(widget) -> None:
+    """Close ``widget`` and every widget it holds (children, layout, style, ...): their comms end, and a
+    front end forgets their state (JupyterLab saves none of it; nor does :mod:`.headless`)."""
+    from ipywidgets import Widget
+
+    todo, seen = [widget], set()
+    while todo:
+        w = todo.pop()
+        if not isinstance(w, Widget) or id(w) in seen:
+            continue
+        seen.add(id(w))
+        for name in w.keys:
+            value = getattr(w, name, None)
+            todo.extend(value if isinstance(value, (tuple, list)) else [value])
+        w.close()
+
+
 class RunActions(Protocol):
     """What the views' buttons call (the notebook's :class:`~odin_magic.notebook.actions.NotebookRunner`)."""
 

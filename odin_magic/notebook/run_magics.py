@@ -83,7 +83,9 @@ class RunMagics:
 
     def _after_submit(self, runner: NotebookRunner, args, message: str):
         if getattr(args, "wait", False):
-            return self._wait(runner, args.timeout)
+            shown = self._wait(runner, args.timeout)
+            # the live view in this cell shows the status (its display is refreshed at pauses and ends): once
+            return None if self._live_here(runner) else shown
         if not self.use_widgets():
             print(message)
         return None
@@ -110,8 +112,16 @@ class RunMagics:
         if state is None:
             return None
         state = runner.status(state.run_id)  # as it is now: e.g. abandoned since that drive ended
-        loop = self._load_loop(state.loop, quiet=True)
+        return self._status_display(runner, state, self._load_loop(state.loop, quiet=True))
+
+    def _status_display(self, runner: NotebookRunner, state, loop) -> StatusDisplay:
+        """The run's status as %odin status shows it: with the waiting question and the last checks."""
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state))
+
+    def _live_here(self, runner: NotebookRunner) -> bool:
+        """Whether this command showed the run's live view (widgets): a status returned too would show it twice."""
+        shown = getattr(self, "_live_shown", None)
+        return shown is not None and shown is runner.view
 
     @staticmethod
     def _last_drive_is_current(runner: NotebookRunner) -> bool:
@@ -146,7 +156,8 @@ class RunMagics:
             from odin_magic.notebook.widgets import RunView, ViewSources
 
             sources = ViewSources(question=runner.pending_question, question_panel=runner.question_panel,
-                                  run_dir_for=runner.run_dir, diff=runner.stage_diff)
+                                  run_dir_for=runner.run_dir, diff=runner.stage_diff,
+                                  status=lambda st: self._status_display(runner, st, loop))
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status, sources=sources)
             charts = []
             if self.charts:
@@ -162,6 +173,7 @@ class RunMagics:
 
             install_stream_router(self._stray_output_sink)
             view.display_handle = display(view, display_id=True)  # text/plain: the text status
+            self._live_shown = view
             for chart in charts:  # drawn now from the run's state, re-drawn in place as it goes
                 if state is None:
                     chart.placeholder("charts appear at the run's first gate decision")

@@ -26,13 +26,15 @@ class StatusMagics:
             return NoRunDisplay(str(runner.project_dir))
         loop = self._load_loop(state.loop, quiet=True)
         waiting = state.status in ("awaiting_approval", "awaiting_answer")
-        if waiting and not args.run and not runner.drive.busy and self.use_widgets():
+        history = getattr(args, "history", False)
+        if waiting and not args.run and not history and not runner.drive.busy and self.use_widgets():
             self._show_live(runner, loop, state)  # the approval (or question) panel, e.g. after a restart
+            return None  # the live view shows the status (its text/plain is the text status): once
         from odin_magic.runs.store import being_driven  # a status is read: the store is loaded already
 
         driven = state.status != "running" or runner.drive.busy or being_driven(runner.run_dir(state.run_id))
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
-                             whole_history=getattr(args, "history", False), driven=driven)
+                             whole_history=history, driven=driven)
 
     @staticmethod
     def _criteria(runner: NotebookRunner, state) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from odin_magic.notebook.panels import AnswerPanel, ApprovalPanel, RunActions  # noqa: F401 (AnswerPanel: here too)
+from odin_magic.notebook.panels import AnswerPanel, ApprovalPanel, RunActions, close_tree  # noqa: F401 (AnswerPanel: here too)
 from odin_magic.runs import evidence as gate_evidence
 from odin_magic.notebook.background import Coalescer
 from odin_magic.core.confine import describe, is_confined
@@ -191,6 +191,10 @@ class ViewSources:
     question_panel: Callable[[RunState], object | None] | None = None  # the interview's own panel, when installed
     run_dir_for: Callable[[str], Path] | None = None  # a run's directory (its gate evidence)
     diff: Callable[[RunState], object | None] | None = None  # the paused stage execution's StageDiff
+    status: Callable[[RunState], StatusDisplay] | None = None  # the run's status, as %odin status shows it
+
+
+ENDED = ("done", "failed", "abandoned")
 
 
 class RunView:
@@ -204,6 +208,8 @@ class RunView:
 
         sources = sources or ViewSources()
         self.diff_source = sources.diff  # the paused stage's StageDiff, for the approval panel
+        self.status_source = sources.status  # the run's StatusDisplay (the view's text, and its frozen form)
+        self.frozen: dict | None = None  # the static bundle the display became (see freeze), None while live
         self.display_handle = None  # set by whoever displays the view (display_id=True), see _refresh_display
         self._sent_text: str | None = None  # the text/plain the display last got
         self.run_dir_for = sources.run_dir_for  # where a run's gate evidence lives (verdicts of a view opened later)
@@ -227,7 +233,7 @@ class RunView:
         self.progress = w.IntProgress(value=0, min=0, max=max_it, description="iterations",
                                       bar_style="info", layout=w.Layout(width="60%"))
         self.progress_label = w.Label()
-        self.usage = w.Label("tokens 0, cost $0.0000")
+        self.usage = w.Label("tokens 0")  # the cost follows, worded as everywhere, with the first usage
         self.output = w.Output(layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #ddd"))
         self._out: deque[tuple[str, str]] = deque()  # (stream name, text): what the Output widget shows
         self._out_trimmed = 0  # pieces dropped from the front
@@ -253,15 +259,51 @@ class RunView:
     # -- display -------------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs) -> dict:
-        """The widget where widgets render; elsewhere (nbconvert, GitHub's viewer) the run's text status."""
+        """The widget where widgets render; elsewhere (nbconvert, GitHub's viewer) the run's text status.
+        A frozen view: its static bundle."""
+        if self.frozen is not None:
+            return dict(self.frozen)
         data = self.widget._repr_mimebundle_(**kwargs)
         data["text/plain"] = self._sent_text = self.text_status()
         return data
 
-    def text_status(self) -> str:
+    def status_display(self) -> StatusDisplay | None:
         if self.state is None:
-            return "odin: the run is starting (%odin status shows it as text)"
-        return StatusDisplay(self.state, self.loop).text()
+            return None
+        if self.status_source is not None:
+            return self.status_source(self.state)
+        return StatusDisplay(self.state, self.loop)
+
+    def text_status(self) -> str:
+        shown = self.status_display()
+        return "odin: the run is starting (%odin status shows it as text)" if shown is None else shown.text()
+
+    @property
+    def ended(self) -> bool:
+        return self.state is not None and self.state.status in ENDED
+
+    def freeze(self, note: str = "") -> None:
+        """The view becomes static: its display shows the run's status (HTML and text), and its widgets are
+        closed. A view freezes when its run ends, or when a later cell's view takes over (:meth:`retire`)."""
+        with self._lock:
+            if self.frozen is not None:
+                return
+            self._send_output()
+            shown = self.status_display()
+            if shown is None:
+                text, page = self.text_status(), f"<p>{html.escape(self.text_status())}</p>"
+            else:
+                text, page = shown.text(), shown._repr_html_()
+            if note:
+                text, page = f"{text}\n({note})", f"<p style='color:#777'><i>{html.escape(note)}</i></p>{page}"
+            self.frozen = {"text/plain": text, "text/html": page}
+            if self.display_handle is not None:
+                self.display_handle.update(self)
+            close_tree(self.widget)
+            for panel in (self.approval, self.answer_panel):  # not in the tree once taken down
+                if panel is not None:
+                    close_tree(panel.widget)
+        self._out_sender.close()
 
     def _refresh_display(self) -> None:
         """Re-send the display (same widget) so that a saved notebook's text/plain is the latest status; only when
@@ -316,6 +358,8 @@ class RunView:
     def show_state(self, state: RunState) -> None:
         """Redraw everything from a RunState (at start, and after each drive call)."""
         with self._lock:
+            if self.frozen is not None:
+                return
             self._send_output()  # what the drive wrote, all of it, before the pause or the end shows
             self._load_verdicts(state)
             self.state = state
@@ -324,8 +368,9 @@ class RunView:
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
             self._show_usage(state.usage.total)
-            self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
-            done = state.status in ("done", "failed", "abandoned")
+            done = state.status in ENDED
+            if not done:  # an ended run's view freezes (below): one update
+                self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
             waiting = state.status in ("awaiting_approval", "awaiting_answer")
             self.stop_button.disabled = done or waiting
             self.stop_button.layout.display = "none" if done or waiting else None  # the panel has its own
@@ -340,10 +385,10 @@ class RunView:
                         panel = AnswerPanel(state.current_stage, question or "", self.actions)
                     self.answer_panel, self._answer_pause = panel, pause_key(state)
                     self.approval = None
-                    self.approval_box.children = (panel.widget,)
+                    self._set_panel(panel.widget)
                 self.status_line.value = ""  # not "working on …": the run waits for the answer
             elif self.approval is not None or self.answer_panel is not None:
-                self.approval_box.children = ()
+                self._set_panel()
                 self.approval = None
                 self.answer_panel = None
             if state.status == "blocked" and state.blocked is not None:
@@ -352,6 +397,8 @@ class RunView:
             if done:
                 reason = f": {state.failure_reason}" if state.failure_reason else ""
                 self.status_line.value = f"<b>run {html.escape(state.status)}</b>{html.escape(reason)}"
+            if done:
+                self.freeze()  # the display becomes the run's final status
 
     def _show_usage(self, total: Usage) -> None:
         self.usage.value = f"tokens {total.total_tokens:,}, cost {cost_text(total)}"
@@ -376,7 +423,7 @@ class RunView:
         self.approval = ApprovalPanel(state.current_stage, artifact_previews(state, self.project_dir, produces),
                                       verdict, self.actions, diff=diff)
         self.approval.pause = pause_key(state)
-        self.approval_box.children = (self.approval.widget,)
+        self._set_panel(self.approval.widget)
         self.status_line.value = ""
 
     def _stop_clicked(self, _button) -> None:
@@ -430,13 +477,21 @@ class RunView:
                 self._append("stdout", f"note: {event.text}\n")
             self._render_checklist()
 
+    def _set_panel(self, *widgets) -> None:
+        """Show ``widgets`` in the panel's place; the panel taken down is closed (its state is not kept)."""
+        old = self.approval_box.children
+        self.approval_box.children = widgets
+        for widget in old:
+            if widget not in widgets:
+                close_tree(widget)
+
     def _stage_started(self, stage: str) -> None:
         self._marks[stage] = LOOPED
         self.status_line.value = f"working on <code>{html.escape(stage)}</code>…"
         self.stop_button.disabled = False
         self.stop_button.layout.display = None
         if self.approval is not None:
-            self.approval_box.children = ()
+            self._set_panel()
             self.approval = None
         self._append("stdout", f"── {stage} ──\n")
 
@@ -494,7 +549,7 @@ class RunView:
                 self.output.outputs = tuple(entries)
 
     def retire(self) -> None:
-        """A newer view took over (a later cell): stop offering buttons here."""
+        """A newer view took over (a later cell): stop offering buttons here, and freeze."""
         with self._lock:
             self.stop_button.disabled = True
             if self.approval is not None:
@@ -504,8 +559,7 @@ class RunView:
             for b in getattr(self.answer_panel, "buttons", []):
                 b.disabled = True
             self.status_line.value = "<span style='color:#777'>continued in a later cell</span>"
-            self._send_output()
-        self._out_sender.close()
+        self.freeze("continued in a later cell")
 
 
 class TextRunView:

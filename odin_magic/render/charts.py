@@ -192,6 +192,7 @@ class ChartHandle:
         self.render = render
         self._handle = None
         self.png: bytes | None = None
+        self.retired = False  # a later cell shows the charts: this handle draws no more
 
     def _image(self, *args, **kwargs):
         from IPython.display import Image
@@ -206,11 +207,20 @@ class ChartHandle:
 
     def placeholder(self, text: str = "charts appear when the first drive ends") -> None:
         """Reserve the chart's place in this cell, to be filled in later (from any thread)."""
-        from IPython.display import HTML, display
+        from IPython.display import display
 
-        self._handle = display(HTML(f"<i style='color:#777'>{text}</i>"), display_id=True)
+        self._handle = display({"text/plain": f"({text})", "text/html": f"<i style='color:#777'>{text}</i>"},
+                               raw=True, display_id=True)
+
+    def retire(self, text: str = "(charts: in the latest cell of this run)") -> None:
+        """A later cell shows the run's charts: this one becomes a line of text (nothing heavy is kept)."""
+        if self._handle is not None:
+            self._handle.update({"text/plain": text, "text/html": f"<i style='color:#777'>{text}</i>"}, raw=True)
+        self.png, self.retired = None, True
 
     def update(self, *args, **kwargs) -> None:
+        if self.retired:
+            return
         if self._handle is None:
             self.show(*args, **kwargs)
         else:

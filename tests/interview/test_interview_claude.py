@@ -115,6 +115,24 @@ def test_model_selection(tmp_path):
     assert isinstance(chosen, ScriptedInterviewModel) and chosen.script == {"components": ["A"]}
 
 
+def test_a_scripted_interview_s_usage_costs_what_it_would_on_claude(tmp_path):
+    """Issue 18 item 10: offline, the interview's tokens are priced as the worker's are (≈ ... if run on Claude;
+    nothing spent), so a run's cost reads the same from its first question on."""
+    from odin_magic.interview.protocol import InterviewBrief
+    from odin_magic.render.text import cost_text
+
+    (tmp_path / "interview.yaml").write_text("components: [A]\n")
+    brief = InterviewBrief(task="t", stage_title="i", stage_goal="g", stage_prompt="p", mode="greenfield",
+                           weights={"goal": 1.0}, round=0)
+    for settings, env in ((Settings(), {"ODIN_INTERVIEW_SCRIPT": "interview.yaml"}),
+                          (Settings(script=Path("interview.yaml")), {})):
+        (tmp_path / "interview.yaml").write_text(yaml.safe_dump({"stages": {}, "interview": {"components": ["A"]}})
+                                                 if settings.script else "components: [A]\n")
+        usage = make_interview_model(settings, tmp_path, env=env).propose_components(brief).usage
+        assert usage.total_tokens and usage.cost_usd == usage.offline_usd > 0
+        assert cost_text(usage).endswith("if run on Claude; nothing spent")
+
+
 EXPLORE_SCRIPT = """
 stages:
   interview-explore:

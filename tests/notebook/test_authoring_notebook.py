@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from support.nbtools import Kernel, text_of, without_model_key
+from support.nbtools import Kernel, final_text_of, text_of, without_model_key
 from odin_magic.loop.catalog import LoopCatalog
 
 
@@ -54,7 +54,7 @@ def test_the_form_asks_one_question_at_a_time_previews_and_writes_a_loop_that_ru
     assert "wrote" in out
     loop = LoopCatalog(project).load("notes")
     assert loop.stage("review").gate.on_fail == "draft" and loop.stage("review").agent == "reviewer"
-    out = text_of(kernel.execute("%odin run notes --task 'the notes' --dry --approve-all --wait"))
+    out = final_text_of(kernel.execute("%odin run notes --task 'the notes' --dry --approve-all --wait"))
     assert "done" in out
 
 

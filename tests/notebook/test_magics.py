@@ -349,6 +349,69 @@ def test_status_of_a_paused_run_draws_its_charts_at_once(ip, project):
     assert not any("charts appear" in str(o.data.get("text/html", "")) for o in captured.outputs)
 
 
+def statuses_shown(captured) -> int:
+    """How many times a cell's outputs show the run's text status (its text/plain; updates re-draw a display)."""
+    return sum(str(o.data.get("text/plain", "")).startswith(("run      ", "odin: the run is starting"))
+               for o in captured.outputs if not o.update)
+
+
+def test_a_cell_with_a_live_view_shows_the_status_once(ip, project):
+    """Issue 18 item 10: the live view's text/plain is the status; the cell returns no second one."""
+    magics = ip.magics_manager.registry["OdinMagics"]
+    odin(ip, "config widgets=True")
+    try:
+        with capture_output() as captured:
+            returned = odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+        assert returned is None and statuses_shown(captured) == 1
+        first = magics.runner().view
+        with capture_output() as captured:
+            returned = odin(ip, "status")  # at a pause: the live view, with its panel
+        assert returned is None and statuses_shown(captured) == 1
+        assert first.frozen is not None and "(continued in a later cell)" in first.frozen["text/plain"]
+        history = odin(ip, "status --history")  # the whole history: the status, no live view
+        assert isinstance(history, StatusDisplay) and history.history_tail == 0
+        last = magics.runner().view
+        with capture_output() as captured:
+            returned = odin(ip, "approve --wait")
+        assert returned is None and last.frozen is not None  # the run ended: the view is static
+        assert "done" in magics.runner().view.frozen["text/plain"]
+    finally:
+        odin(ip, "config widgets=False")
+    assert isinstance(odin(ip, "status"), StatusDisplay)  # no widgets: the status, as before
+
+
+def test_a_wait_whose_cell_shows_no_live_view_returns_the_status(ip, project):
+    """A step that reopens a failed run shows no view of its own: the earlier (frozen) view is not this cell's."""
+    from support.nbtools import TINY_LOOP
+
+    (project / ".odin-loop" / "loops" / "fails.yaml").write_text(
+        TINY_LOOP.replace("name: tiny", "name: fails").replace("max_iterations: 5", "max_iterations: 5\nmax_repeats: 9"))
+    odin(ip, "config widgets=True")
+    try:
+        with capture_output():
+            odin(ip, f"run fails --task t --dry --approve-all --gates {','.join(['write:fail'] * 6)} --wait")
+            shown = odin(ip, "step review --wait")
+    finally:
+        odin(ip, "config widgets=False")
+    assert isinstance(shown, StatusDisplay) and shown.state.status == "awaiting_approval"
+
+
+def test_a_retired_view_s_charts_make_way_and_the_last_view_keeps_them(ip, project):
+    magics = ip.magics_manager.registry["OdinMagics"]
+    odin(ip, "config widgets=True")
+    try:
+        with capture_output():
+            odin(ip, "run tiny --task t --dry --gates review:fail --wait")
+            earlier = list(magics.runner().charts)
+            odin(ip, "approve --wait")
+            final = list(magics.runner().charts)
+            odin(ip, "runs")
+    finally:
+        odin(ip, "config widgets=False")
+    assert earlier and all(c.retired and c.png is None for c in earlier)
+    assert final and all(not c.retired and c.png.startswith(PNG) for c in final)
+
+
 def test_mistakes_in_a_cell_are_one_line_never_a_traceback(ip, project):
     for line in ("%odin approve", "%odin run nosuch --task x", "%odin show nosuch", "%odin bogus"):
         with capture_output() as captured:
@@ -390,6 +453,9 @@ def test_charts_are_pngs(ip, project):
         handle.update(state)
     assert handle.png.startswith(PNG)
     assert captured.outputs  # the placeholder was displayed
+    handle.retire()  # a later cell shows the run's charts
+    handle.update(state)
+    assert handle.retired and handle.png is None
 
 
 def test_a_missing_api_key_is_reported_in_the_cell_before_anything_runs(ip, project, monkeypatch):

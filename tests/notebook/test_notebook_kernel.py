@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from support.nbtools import INTERVIEW_SETUP, Kernel, text_of, write_interview_project, write_tiny_loop
+from support.nbtools import (
+    INTERVIEW_SETUP, Kernel, final_text_of, text_of, write_interview_project, write_tiny_loop
+)
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +134,7 @@ def test_stop_button_then_resume_after_a_kernel_restart(kernel, tmp_path):
     kernel.execute(odin_then_wait_for("run", "stage_started"))
     kernel.restart()
     kernel.execute("%load_ext odin_magic")
-    resumed = text_of(kernel.execute("%odin run --wait"))
+    resumed = final_text_of(kernel.execute("%odin run --wait"))  # the cell's live view, as the drive left it
     assert "⏸ review" in resumed
     state = state_json(tmp_path)
     assert state["status"] == "awaiting_approval"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import os
 
+import nbformat
 import pytest
 
 from support.nbtools import execute_notebook, outputs_text
@@ -43,6 +45,45 @@ def test_quickstart_runs_spec_harness_tdd_to_done_offline(tmp_path, monkeypatch)
     assert (tmp_path / "src" / "calc.py").is_file()  # the deliverable, beside the notebook
     for doc in ("spec.md", "interview-log.md", "plan.md", "review.md"):
         assert (run_dir / doc).is_file()
+    the_notebook_is_light_and_says_each_thing_once(nb, tmp_path / "executed.ipynb")
+
+
+#: what the executed quickstart may weigh, saved (issue 18 item 10: it was 1.78 MB, 842 KB of it widget state)
+QUICKSTART_BYTES = 300_000
+STATUS_CELL = re.compile(r"%odin (status|\w+ .*--wait)\s*$")
+
+
+def shown_texts(output) -> list[str]:
+    """An output's text and markdown, and its HTML as text (tags as line breaks)."""
+    data = output.get("data", {})
+    texts = [output.get("text", ""), data.get("text/plain", ""), data.get("text/markdown", "")]
+    return texts + [html.unescape(re.sub(r"<[^>]+>", "\n", data.get("text/html", "")))]
+
+
+def the_notebook_is_light_and_says_each_thing_once(nb, saved) -> None:
+    """The executed quickstart, as written to disk: under QUICKSTART_BYTES; each cell that waits for the run (or
+    asks for its status) shows the status once; widget state is saved only for widgets an output still shows;
+    the cost reads the same way throughout."""
+    nbformat.write(nb, saved)
+    size = saved.stat().st_size
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    assert size < QUICKSTART_BYTES, f"{size} bytes, {len(json.dumps(state))} of them widget state"
+    shown_widgets = set()
+    status_cells = [c for c in nb.cells if c.cell_type == "code" and STATUS_CELL.match(c.source.strip())]
+    assert len(status_cells) == 9
+    for c in status_cells:
+        statuses = [o for o in c.outputs if o.get("data", {}).get("text/plain", "").startswith("run      ")]
+        assert len(statuses) == 1, (c.source, [o.output_type for o in c.outputs])
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            view = o.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if view:
+                shown_widgets.add(view["model_id"])
+    assert shown_widgets <= set(state)  # every widget an output shows can be shown again
+    texts = [t for c in nb.cells for o in c.get("outputs", []) for t in shown_texts(o)]
+    costs = [m.group(1).strip() for t in texts for line in t.splitlines() if (m := re.search(r"tokens, (.+)$", line))]
+    assert costs and all(cost.endswith("if run on Claude; nothing spent") for cost in costs), costs
+    assert not any("$0.0000" in t for t in texts)
 
 
 def test_authoring_writes_validates_draws_and_simulates_a_loop(tmp_path):

@@ -201,6 +201,72 @@ def test_the_approval_panel_shows_the_stage_diff_and_reverts_it(tmp_path):
     assert "reverted to before execution 1 (write)" in view.status_line.value
 
 
+class Handle:
+    """A display handle that records what the view's display was updated to."""
+
+    def __init__(self):
+        self.shown: list[dict] = []
+
+    def update(self, obj) -> None:
+        self.shown.append(obj._repr_mimebundle_())
+
+
+def widget_tree(widget) -> list:
+    from ipywidgets import Widget
+
+    found, todo = [], [widget]
+    while todo:
+        w = todo.pop()
+        if isinstance(w, Widget) and w not in found:
+            found.append(w)
+            for name in w.keys:
+                value = getattr(w, name, None)
+                todo.extend(value if isinstance(value, (tuple, list)) else [value])
+    return found
+
+
+def test_a_view_whose_run_ends_becomes_its_status_and_closes_its_widgets(tmp_path):
+    """Issue 18 item 10: an ended run's view is static (its status as HTML and text); its widgets are closed,
+    so no front end keeps their state."""
+    engine, view, actions, _ = drive(tmp_path, [])
+    view.display_handle = Handle()
+    panel = view.approval
+    tree = widget_tree(view.widget)
+    assert view.widget.comm is not None and len(tree) > 20  # live: boxes, labels, their layouts and styles
+    panel.approve_button.click()
+    view.show_state(engine.status())  # the drive's end (the notebook runner's finisher)
+    assert view.frozen is not None and view.display_handle.shown[-1] == view.frozen
+    assert set(view.frozen) == {"text/plain", "text/html"}
+    assert "done" in view.frozen["text/plain"] and view.frozen["text/plain"].startswith("run      ")
+    assert all(w.comm is None for w in tree + widget_tree(panel.widget))
+    view.show_state(engine.status())  # a frozen view stays as it is
+    assert view._repr_mimebundle_() == view.frozen
+
+
+def test_a_retired_view_freezes_and_says_where_the_run_went(tmp_path):
+    _, view, _, _ = drive(tmp_path, [])
+    view.display_handle = Handle()
+    tree = widget_tree(view.widget)
+    view.retire()
+    shown = view.display_handle.shown[-1]
+    assert "awaiting approval" in shown["text/plain"] and shown["text/plain"].endswith("(continued in a later cell)")
+    assert "continued in a later cell" in shown["text/html"] and "application/vnd.jupyter.widget-view+json" not in shown
+    assert all(w.comm is None for w in tree)
+
+
+def test_a_panel_taken_down_is_closed(tmp_path):
+    engine, view, _, state = drive(tmp_path, [])
+    panel = view.approval
+    view.handle_event(EngineEvent("stage_started", state.run_id, "finish"))
+    assert view.approval is None and all(w.comm is None for w in widget_tree(panel.widget))
+
+
+def test_the_cost_reads_the_same_from_the_start(tmp_path):
+    """No "$0.0000" before the first usage: the cost appears, worded as everywhere, with the first usage."""
+    view = RunView(None, tmp_path, Recorder(None))
+    assert "$" not in view.usage.value and view.usage.value.startswith("tokens 0")
+
+
 def test_the_view_is_sent_again_only_when_its_text_changed(tmp_path):
     """A front end draws the whole view anew on each display update, and a click on a button of the view it
     replaces is lost: the same pause shown twice (announced, then the drive's end) sends no second update."""

@@ -53,16 +53,18 @@ def write_tiny_loop(project: Path) -> Path:
 
 def execute_notebook(name: str, where: Path, extra: tuple[str, ...] = (), kernel_name: str = "python3", cells=()):
     """Copy the example notebook ``name`` (and the ``extra`` files it reads) to ``where`` and execute it
-    there in a real kernel (nbclient), with the code ``cells`` appended; the executed notebook."""
+    there in a real kernel (nbclient, saving the state of the widgets still open, as JupyterLab does), with the
+    code ``cells`` appended; the executed notebook."""
     import nbformat
-    from nbclient import NotebookClient
+
+    from odin_magic.notebook.headless import HeadlessClient
 
     for file in (name, *extra):
         shutil.copy(NOTEBOOKS / file, where / file)
     nb = nbformat.read(where / name, as_version=4)
     assert nb.metadata["kernelspec"]["name"] == "python3"
     nb.cells.extend(nbformat.v4.new_code_cell(source) for source in cells)
-    NotebookClient(nb, kernel_name=kernel_name, timeout=300, resources={"metadata": {"path": str(where)}}).execute()
+    HeadlessClient(nb, kernel_name=kernel_name, timeout=300, resources={"metadata": {"path": str(where)}}).execute()
     return nb
 
 
@@ -195,6 +197,26 @@ def text_of(outputs: list[dict]) -> str:
         elif msg["msg_type"] == "error":
             parts.append(f"{c['ename']}: {c['evalue']}")
     return "".join(parts)
+
+
+def final_text_of(outputs: list[dict]) -> str:
+    """The text a cell shows once it is done: like :func:`text_of`, with each of the cell's displays as its
+    latest ``update_display_data`` left it (a live view re-draws itself at pauses and ends, and freezes into the
+    run's status)."""
+    latest = {}
+    for msg in outputs:
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if msg["msg_type"] == "update_display_data" and display_id:
+            latest[display_id] = msg
+    shown = []
+    for msg in outputs:
+        if msg["msg_type"] == "update_display_data":
+            continue
+        display_id = (msg["content"].get("transient") or {}).get("display_id")
+        if display_id in latest:
+            msg = {**msg, "content": {**msg["content"], "data": latest[display_id]["content"]["data"]}}
+        shown.append(msg)
+    return text_of(shown)
 
 
 def python() -> str:
