@@ -154,8 +154,9 @@ def drive_the_browser(base: str, work: Path) -> None:
             assert (work / ".odin-loop" / "runs" / state["run_id"] / "spec.md").is_file()  # beside the notebook
             # the interview's last question, in the cell that asked it: its view froze into the run's status when a
             # later cell took over (static HTML, the question panel closed), so the saved notebook keeps no widgets
-            expect(page.get_by_text("Any constraint on dependencies").first).to_be_visible()
-            expect(page.get_by_text("continued in a later cell").first).to_be_visible()
+            # rendered into the page (attached): JupyterLab 4.2 hides a cell far outside the window (windowing)
+            for text in ("Any constraint on dependencies", "continued in a later cell"):
+                expect(page.get_by_text(text).first).to_be_attached()
             expect(page.locator(".odin-question")).to_have_count(0)
         finally:
             browser.close()
