@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from odin_magic.core.secrets import redact_text
-from odin_magic.render.text import cost_text
+from odin_magic.render.text import cost_text, one_line
 from odin_magic.runs.completion_report import CompletionReport
 from odin_magic.runs.state import RunState
 
@@ -37,10 +37,6 @@ class CommitText:
     files: list[FileChange]
     why: list[str] = field(default_factory=list)  # the judge's reasons, the gate's passing commands
     criteria: list[str] = field(default_factory=list)  # "✅ AC1 text" (the run's last completion check)
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def subject(goal: str, task: str) -> str:
