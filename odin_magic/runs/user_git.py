@@ -60,6 +60,7 @@ class UserRepo:
         self.project_dir = Path(project_dir).resolve()
         self.env = user_env()
         self.index: Path | None = None  # the temporary index while a tree is built (:meth:`scratch_index`)
+        self._identity: dict[str, str] | None = None  # read once (:meth:`identity`)
         proc = self._run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-prefix", cwd=self.project_dir)
         if proc.returncode != 0:
             raise UsageError(f"{self.project_dir} is not in a git repository: a run is delivered as a git branch",
@@ -122,11 +123,14 @@ class UserRepo:
         return self.ok("diff-index", "--cached", "--quiet", "HEAD", "--")
 
     def identity(self) -> dict[str, str]:
-        """Author and committer from the user's config, or odin's own when none is set."""
+        """Author and committer from the user's config, or odin's own when none is set (read once)."""
+        if self._identity is not None:
+            return self._identity
         name = self._run("config", "user.name").stdout.decode().strip() or FALLBACK_NAME
         email = self._run("config", "user.email").stdout.decode().strip() or FALLBACK_EMAIL
-        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
-                "GIT_COMMITTER_EMAIL": email}
+        self._identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+                          "GIT_COMMITTER_EMAIL": email}
+        return self._identity
 
     def remote_url(self, name: str = "origin") -> str | None:
         proc = self._run("remote", "get-url", name)
