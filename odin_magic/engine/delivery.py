@@ -324,7 +324,8 @@ def open_pr(repo: UserRepo, branch: str, title: str, body: Path) -> str:
     create = ["gh", "pr", "create", "--title", title, "--body-file", str(body), "--head", branch]
     gh = shutil.which("gh")
     if gh and "github.com" in remote:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in secret_names()}
+        secrets = set(secret_names())
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in secrets}
         proc = subprocess.run([gh, *create[1:]], cwd=repo.top, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, start_new_session=True)
         out = redact_text(proc.stdout.decode("utf-8", "replace").strip())
