@@ -11,6 +11,7 @@ its before/after checkpoints; ``squash``: one), on the commit the run started on
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -182,14 +183,15 @@ def _diff(before: dict[str, Entry], after: dict[str, Entry]) -> dict[str, Entry 
 def _steps(store: Checkpoints, state: RunState, executions: list[tuple[int, HistoryEntry]],
            options: DeliverOptions) -> tuple[list[Step], set[str]]:
     """The commits to make, and the run's files changed since its last checkpoint."""
+    entries = functools.cache(store.entries)  # one stage's after is often the next one's before: read each once
     last = executions[-1][1]
     final_id = state.tree or last.after or last.checkpoint
-    final, now = store.entries(final_id), store.entries(store.snapshot())
-    first = store.entries(executions[0][1].checkpoint)
+    final, now = entries(final_id), entries(store.snapshot())
+    first = entries(executions[0][1].checkpoint)
     steps: list[Step] = []
     for n, e in executions:
-        before = store.entries(e.checkpoint)
-        changes = _diff(before, store.entries(e.after or e.checkpoint))
+        before = entries(e.checkpoint)
+        changes = _diff(before, entries(e.after or e.checkpoint))
         if changes:
             steps.append(Step(e.stage, changes, n, {p for p in changes if p not in before}))
     touched = {p for s in steps for p in s.changes}
