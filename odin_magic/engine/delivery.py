@@ -85,7 +85,7 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
                          hint="its changes were all under .odin-loop/, ignored, or changed again after the run")
     result = text.DeliveryResult(state.run_id, branch, base, note, commits, later=sorted(map(shown, later)),
                                  later_included=options.include_later, ignored=sorted(map(shown, ignored)))
-    result.pr_path = _write_pr(repo, facts, steps, result, ignored)
+    result.pr_path = _write_pr(run_dir, repo, facts, steps, result, ignored)
     repo.set_branch(branch, commits[-1][0], old, f"odin deliver {state.run_id}")
     if options.commit:
         repo.index_to_head()
@@ -94,7 +94,7 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
     return result
 
 
-def _write_pr(repo: UserRepo, facts: "_Facts", steps: list[Step], result: text.DeliveryResult,
+def _write_pr(run_dir: Path, repo: UserRepo, facts: "_Facts", steps: list[Step], result: text.DeliveryResult,
               ignored: set[str]) -> str:
     """pr.md in the run dir; its path."""
     later = [] if result.later_included else [f"{p} (changed after the run)" for p in result.later]
@@ -102,7 +102,6 @@ def _write_pr(repo: UserRepo, facts: "_Facts", steps: list[Step], result: text.D
                                        [s for _, s in result.commits], facts.completion, facts.commands,
                                        facts.mutations, facts.metrics,
                                        left_out=later + [f"{p} (ignored)" for p in result.ignored]))
-    run_dir = facts.engine.run_dir(facts.state.run_id)
     write_atomic(run_dir / PR_NAME, pr, within=run_dir)
     return str(run_dir / PR_NAME)
 
