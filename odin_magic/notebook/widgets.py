@@ -194,9 +194,6 @@ class ViewSources:
     status: Callable[[RunState], StatusDisplay] | None = None  # the run's status, as %odin status shows it
 
 
-ENDED = ("done", "failed", "abandoned")
-
-
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
@@ -277,10 +274,6 @@ class RunView:
     def text_status(self) -> str:
         shown = self.status_display()
         return "odin: the run is starting (%odin status shows it as text)" if shown is None else shown.text()
-
-    @property
-    def ended(self) -> bool:
-        return self.state is not None and self.state.status in ENDED
 
     def freeze(self, note: str = "") -> None:
         """The view becomes static: its display shows the run's status (HTML and text), and its widgets are
@@ -368,7 +361,7 @@ class RunView:
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
             self._show_usage(state.usage.total)
-            done = state.status in ENDED
+            done = not state.active  # done, failed or abandoned
             if not done:  # an ended run's view freezes (below): one update
                 self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
             waiting = state.status in ("awaiting_approval", "awaiting_answer")
