@@ -284,7 +284,8 @@ class RunView:
             self._send_output()
             shown = self.status_display()
             if shown is None:
-                text, page = self.text_status(), f"<p>{html.escape(self.text_status())}</p>"
+                text = self.text_status()
+                page = f"<p>{html.escape(text)}</p>"
             else:
                 text, page = shown.text(), shown._repr_html_()
             if note:
