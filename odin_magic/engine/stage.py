@@ -60,7 +60,7 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     if saved:
         sink(WorkerEvent("info", stage.id, f"the {agent.label} report was saved as {saved}"))
     # a worker that called no tool wrote nothing but its artifacts: when they are as they were, nothing changed
-    quiet = not tools and not saved and runner is None and found == artifact_stats(produces)
+    quiet = found is not None and not tools and not saved and runner is None and found == artifact_stats(produces)
     ckpt = checkpoint_after(engine, before, quiet) if before is not None else None
     worked = len(tools)  # the tool calls before the checkpoint after the work: the gate's own come after
     gate = gate_pipeline.stage_gate(engine, s, gate_pipeline.Execution(

@@ -194,9 +194,6 @@ class ViewSources:
     status: Callable[[RunState], StatusDisplay] | None = None  # the run's status, as %odin status shows it
 
 
-ENDED = ("done", "failed", "abandoned")
-
-
 class RunView:
     """The live view of one run: checklist, iterations, usage, worker output, verdicts, approval."""
 
@@ -278,10 +275,6 @@ class RunView:
         shown = self.status_display()
         return "odin: the run is starting (%odin status shows it as text)" if shown is None else shown.text()
 
-    @property
-    def ended(self) -> bool:
-        return self.state is not None and self.state.status in ENDED
-
     def freeze(self, note: str = "") -> None:
         """The view becomes static: its display shows the run's status (HTML and text), and its widgets are
         closed. A view freezes when its run ends, or when a later cell's view takes over (:meth:`retire`)."""
@@ -291,7 +284,8 @@ class RunView:
             self._send_output()
             shown = self.status_display()
             if shown is None:
-                text, page = self.text_status(), f"<p>{html.escape(self.text_status())}</p>"
+                text = self.text_status()
+                page = f"<p>{html.escape(text)}</p>"
             else:
                 text, page = shown.text(), shown._repr_html_()
             if note:
@@ -368,7 +362,7 @@ class RunView:
             self._render_checklist()
             self._set_iterations(state.total_iterations, state.max_iterations)
             self._show_usage(state.usage.total)
-            done = state.status in ENDED
+            done = not state.active  # done, failed or abandoned
             if not done:  # an ended run's view freezes (below): one update
                 self._refresh_display()  # before a panel appears: a redraw after it could swallow a click on it
             waiting = state.status in ("awaiting_approval", "awaiting_answer")

@@ -76,7 +76,7 @@ class StageActivity:
     windows: list[tuple[int, int]] = field(default_factory=list)
     open_from: int | None = None  # active from then to the end (a bash command left something running)
     written: set[str] = field(default_factory=set)  # real paths the write and edit tools wrote
-    clock: FsClock | None = None
+    clock: FsClock = field(init=False)  # set in __post_init__
 
     def __post_init__(self) -> None:
         self.clock = FsClock(self.run_dir)
@@ -85,25 +85,24 @@ class StageActivity:
     @contextlib.contextmanager
     def acting(self, tool: str) -> Iterator[None]:
         """One tool call (a bash command included): its window, from before it acts to after it ended."""
-        start = self.clock.now() if self.clock else time.time_ns()
+        start = self.clock.now()
         try:
             yield
         finally:
             if tool == "bash" and self.open_from is None and not (
                     self.boxed and self.run_dir is not None and shell_settled(self.run_dir)):
                 self.open_from = start
-            self.windows.append((start, self.clock.now() if self.clock else time.time_ns()))
+            self.windows.append((start, self.clock.now()))
 
     def wrote(self, path: Path) -> None:
         self.written.add(os.path.realpath(path))
 
     def close(self) -> None:
         """The stage's tools are closed (its shell ended): nothing of its own acts after this."""
-        if self.clock is not None:
-            self.end = self.clock.now()
-            if not self.clock.exact:
-                self.end = None  # the wall clock against a file's ctime: nothing vouched for
-            self.clock.close()
+        self.end = self.clock.now()
+        if not self.clock.exact:
+            self.end = None  # the wall clock against a file's ctime: nothing vouched for
+        self.clock.close()
 
     def idle_at(self, ctime_ns: int, slack_ns: int) -> bool:
         """True when nothing of the stage acted at ``ctime_ns`` (file-system time): within the stage's span,
@@ -131,7 +130,7 @@ def begin(run_dir: Path | str, stage_id: str, boxed: bool) -> StageActivity:
     with _LOCK:
         previous = _RECORDS.get(_key(run_dir, stage_id))
         _RECORDS[_key(run_dir, stage_id)] = record
-    if previous is not None and previous.clock is not None:
+    if previous is not None:
         previous.clock.close()  # its tools were never closed: it vouches for nothing, and holds no file open
     return record
 
