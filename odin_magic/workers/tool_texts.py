@@ -28,8 +28,7 @@ DESCRIPTIONS: dict[str, str] = {
         "and harness live) and $ODIN_TARGET_DIR (the code under test, by default $ODIN_PROJECT_DIR/src): "
         "run a gate command exactly as it is written. stdin is empty. A command is stopped after 120 seconds "
         "unless you pass timeout_ms (milliseconds; e.g. 600000 for a long test suite). The result is stdout "
-        "and stderr together; a very long one is cut, and a line says so (a file it names outside the project "
-        "cannot be read): to see another part, narrow the command (| tail -n 100, | grep PATTERN). "
+        "and stderr together; a very long one is cut, and a line says so: to see another part, narrow the command (| tail -n 100, | grep PATTERN). "
         "A command that exits non-zero comes back as an error result holding its output. "
         "restart: true starts a fresh shell (when the shell is stuck)."
     ),

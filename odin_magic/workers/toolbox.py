@@ -49,6 +49,7 @@ from odin_magic.loop.schema import GateCommand
 from odin_magic.core.processes import shell_guard_env
 from odin_magic.core.encoding import printable
 from odin_magic.core.sandbox import HIDDEN, PROTECTED, SandboxPolicy, wrap
+from odin_magic.workers.saved_output import drop_saved
 from odin_magic.workers.tool_texts import numbered, presented
 from odin_magic.workers.postedit import EditCheck, check_edit, failure_message
 from odin_magic.loop.roles import ALL_TOOLS, WRITE_TOOLS, RolePolicy, write_allowed
@@ -345,12 +346,16 @@ class RoleToolbox:
             # what a tool returns goes into the next request and thread.json: no secret in it, nor a piece
             # of one where the SDK cut a long output
             result = redact_cut(await tool.call(args))
+            if name == "bash" and isinstance(result, str):  # the whole output the SDK saved in /tmp: removed
+                result = drop_saved(result)
             if name == "grep" and isinstance(result, str):
                 result = self._unhidden(result)
             if name == "read" and isinstance(result, str):  # numbered, so that a finding can cite a line
                 result = numbered(result, max(1, int((args.get("view_range") or [1])[0])))
         except ToolError as exc:
             clean = redact_cut(exc.content)
+            if name == "bash" and isinstance(clean, str):
+                clean = drop_saved(clean)
             if self._on_error is not None:
                 text = clean if isinstance(clean, str) else str(redact(str(exc)))
                 first = text.strip().splitlines()[-1:] or [""]
