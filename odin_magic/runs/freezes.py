@@ -10,7 +10,10 @@ itself is an event-log record (:class:`~odin_magic.runs.records.FrozenRecord`, f
 :func:`put_back` restores it byte for byte, never through a symbolic link a worker planted.
 
 Keys are artifact paths as a loop writes them (``harness/test_x.py``, ``src/a.py``); where one
-lives (run dir or project) follows :func:`odin_magic.loop.artifacts.in_run_dir`. The caches that
+lives (run dir or project) follows :func:`odin_magic.loop.artifacts.in_run_dir`. A name that is not
+UTF-8 (a worker's bash can make ``b"harness/caf\\xe9.py"``) is frozen too: its key holds each such byte
+as NUL and two hex digits (:func:`record_key`), which no real name holds, so any record can carry the
+key and :func:`name_of` gives back the real bytes; messages show it as ``\\xNN``. The caches that
 running tests leaves behind (``__pycache__/``, ``*.pyc``, ``.pytest_cache/``) are never frozen.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ from odin_magic.core.atomic import read_nofollow, umask, write_atomic
 from odin_magic.core.secrets import secret_values
 from odin_magic.loop.artifacts import in_run_dir
 from odin_magic.loop.globs import literal_prefix, matches
+from odin_magic.runs.checkpoint_listing import shown
 from odin_magic.runs.state import Frozen
 
 BLOB_DIR = ".frozen"
@@ -46,13 +51,14 @@ class Roots:
     engine_files: tuple[str, ...] = ()  # run-dir globs the engine itself writes (its report): never frozen
 
     def base(self, key: str) -> Path:
-        return self.run_dir if in_run_dir(key) else self.project_dir
+        return self.run_dir if in_run_dir(_placeable(key)) else self.project_dir
 
     def engine_owned(self, key: str) -> bool:
+        key = _placeable(key)
         return cache(key) or (in_run_dir(key) and matches(self.engine_files, key))
 
     def path(self, key: str) -> Path:
-        return self.base(key).joinpath(*PurePosixPath(key.rstrip("/")).parts)
+        return self.base(key).joinpath(*PurePosixPath(name_of(key).rstrip("/")).parts)
 
 
 @dataclass(frozen=True)
@@ -74,8 +80,29 @@ class Tamper:
 
     @property
     def shown(self) -> str:
-        """The path as text any record can hold (a name that is not UTF-8 gets escapes)."""
-        return self.path.encode("utf-8", "backslashreplace").decode("utf-8")
+        """The path as text for a message (a byte that is not UTF-8 as ``\\xNN``)."""
+        return shown(name_of(self.path))
+
+
+_RAW = re.compile("\0([0-9a-f]{2})")
+
+
+def record_key(name: str) -> str:
+    """A file name (bytes that are not UTF-8 kept as surrogates by ``surrogateescape``) as a key any record
+    can hold: each such byte as NUL and two hex digits. A name holding no such byte is its own key."""
+    if _encodable(name):
+        return name
+    return "".join(f"\0{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in name)
+
+
+def _placeable(key: str) -> str:
+    """``key`` as placement and the engine's names read it (they refuse a NUL): each escaped byte as ``_``."""
+    return _RAW.sub("_", key) if "\0" in key else key
+
+
+def name_of(key: str) -> str:
+    """The file name a :func:`record_key` stands for."""
+    return _RAW.sub(lambda m: chr(0xDC00 + int(m[1], 16)), key) if "\0" in key else key
 
 
 def cache(key: str) -> bool:
@@ -110,7 +137,7 @@ def files_under(roots: Roots, mark: str) -> list[str]:
         rel = Path(folder).relative_to(base).as_posix()
         prefix = "" if rel == "." else rel + "/"
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            key = prefix + name
+            key = record_key(prefix + name)
             if matches([mark], key) and not roots.engine_owned(key):
                 keys.append(key)
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))
@@ -140,7 +167,7 @@ def scan(entries: list[str], roots: Roots) -> dict[str, FileNow | None]:
             mark = entry if entry.endswith("/") or any(c in entry for c in _WILD) else entry + "/"
             out[mark] = None
             for key in files_under(roots, mark):
-                if _encodable(key) and (now := read_now(roots.path(key))) is not None:
+                if (now := read_now(roots.path(key))) is not None:
                     out[key] = now
         elif not roots.engine_owned(entry) and (now := read_now(roots.path(entry))) is not None:
             out[entry] = now
@@ -199,7 +226,7 @@ def tampered(frozen: dict[str, Frozen], roots: Roots, exempt) -> list[Tamper]:
 def through_link(roots: Roots, key: str) -> bool:
     """Whether a folder on the way to ``key`` is a symbolic link (its file is then not the frozen one)."""
     folder = roots.base(key)
-    for part in PurePosixPath(key).parts[:-1]:
+    for part in PurePosixPath(name_of(key)).parts[:-1]:
         folder = folder / part
         if folder.is_symlink():
             return True
@@ -223,7 +250,7 @@ def _put_back(t: Tamper, roots: Roots, blobs: BlobStore) -> bool:
         data = blobs.get(t.frozen.sha256 or "")
         if data is None:
             return False
-    base, parts = roots.base(t.path), PurePosixPath(t.path).parts
+    base, parts = roots.base(t.path), PurePosixPath(name_of(t.path)).parts
     folder = base
     for part in parts[:-1]:
         folder = folder / part

@@ -240,3 +240,29 @@ def test_a_frozen_file_out_of_the_stages_scope_is_restored_once_and_listed_once(
     failed = state.history[1]
     assert failed.result == "fail" and failed.reason.startswith("implement changed tests/test_x.py, frozen since harness")
     assert gate_evidence.read(run_dir, failed.evidence)["reverted"] == ["tests/test_x.py"]
+
+
+NAME = "$(printf '\\351')"  # in bash: the byte 0xE9, not UTF-8 alone
+
+
+def test_a_frozen_file_whose_name_is_not_utf8_is_frozen_and_put_back(project, write_loop):
+    """A name that is not UTF-8 (made by the worker's bash) is frozen like any other: changed, it is restored
+    under its real bytes; added beside it, it is removed; the reason names both with ``\\xNN``."""
+    write_loop(loop("[harness/]"))
+    harness_bash = f'printf one > "$ODIN_RUN_DIR/harness/caf{NAME}.py"'
+    implement_bash = (f'printf two > "$ODIN_RUN_DIR/harness/caf{NAME}.py"; '
+                      f'printf x > "$ODIN_RUN_DIR/harness/n{NAME}{NAME}.py"')
+    text = script("{run_dir}/harness/test_x.py", implement_bash).replace(
+        "          - text: harness v1", "          - tools: [{bash: {command: " + json.dumps(harness_bash)
+        + "}}]\n          - text: harness v1", 1)
+    engine, _ = scripted_engine(project, text)
+    state = engine.start("frozen", "t")
+    harness = os.fsencode(engine.run_dir(state.run_id) / "harness")
+    assert open(harness + b"/caf\xe9.py", "rb").read() == b"one"
+    assert not os.path.exists(harness + b"/n\xe9\xe9.py")
+    reason = state.history[1].reason
+    assert "harness/caf\\xe9.py" in reason and "harness/n\\xe9\\xe9.py (added)" in reason, reason
+    assert reason.endswith("frozen since harness: restored"), reason
+    assert state.status == "done"
+    frozen = [r for r in records(engine, state) if r.get("type") == "frozen"]
+    assert any("harness/caf\x00e9.py" in r["files"] for r in frozen)
