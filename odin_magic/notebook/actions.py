@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from odin_magic.notebook.background import BackgroundDrive, Coalescer, DriveOutcome, EventFanout
 from odin_magic.core.errors import NoActiveRun, OdinError, RunRefused
+from odin_magic.notebook.parser import in_notebook
 
 if TYPE_CHECKING:  # the engine and the models load with the first engine, not with `%load_ext`
     from odin_magic.notebook.foreground import Foreground
@@ -148,7 +149,7 @@ class NotebookRunner:
         elif not outcome.ok and view is not None:
             err = outcome.error
             if isinstance(err, OdinError):
-                view.show_error(str(err))
+                view.show_error(in_notebook(str(err)))
             else:
                 view.show_error(f"{outcome.label} failed: {err!r}")
                 append = getattr(view, "append_stderr", None)

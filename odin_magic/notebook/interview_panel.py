@@ -18,6 +18,7 @@ from typing import Callable
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.runner import convergence_points
 from odin_magic.notebook.panels import close_tree
+from odin_magic.notebook.parser import in_notebook
 
 Send = Callable[[str], None]
 
@@ -126,7 +127,7 @@ class QuestionPanel:
         try:
             self._send_fn(text)
         except Exception as exc:  # an OdinError (e.g. a bad topology edit): show it, let the user try again
-            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
+            self.message.value = f"<span style='color:#c33'>{html.escape(in_notebook(str(exc)))}</span>"
             for b in self.buttons:
                 b.disabled = False
             self.answer_box.disabled = False

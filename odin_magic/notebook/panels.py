@@ -12,6 +12,7 @@ import threading
 from typing import Callable, Protocol, Sequence
 
 from odin_magic.render.displays import AWAITING, VerdictRecord, html_mark
+from odin_magic.notebook.parser import in_notebook
 
 
 def close_tree(widget) -> None:
@@ -100,7 +101,7 @@ class ApprovalPanel:
         try:
             fn()
         except Exception as exc:  # e.g. the run was approved from a cell meanwhile
-            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
+            self.message.value = f"<span style='color:#c33'>{html.escape(in_notebook(str(exc)))}</span>"
 
     def _approve(self) -> None:
         self.message.value = "Approved: the run continues in the background."
@@ -165,4 +166,4 @@ class AnswerPanel:
             self.actions.answer(text)
             self.message.value = "Answer sent: the interview continues in the background."
         except Exception as exc:
-            self.message.value = f"<span style='color:#c33'>{html.escape(str(exc))}</span>"
+            self.message.value = f"<span style='color:#c33'>{html.escape(in_notebook(str(exc)))}</span>"

@@ -9,6 +9,7 @@ parsed with IPython's ``MagicArgumentParser``, so a bad argument is one ``UsageE
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 
 from IPython.core.error import UsageError
@@ -68,7 +69,7 @@ def usage_error(exc: OdinError) -> UsageError:
     ``type(error) is UsageError`` and shows a full traceback for anything else.
     """
     text = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-    return UsageError(" ".join(text.split("\n")))
+    return UsageError(" ".join(in_notebook(text).split("\n")))
 
 
 def build_parser() -> MagicArgumentParser:
@@ -103,6 +104,16 @@ PARSER = build_parser()
 SUBPARSERS: dict[str, MagicArgumentParser] = next(
     a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction)
 ).choices
+
+
+_TERMINAL_COMMAND = re.compile(
+    r"(?<![%\w./-])odin (?=(?:" + "|".join(sorted(map(re.escape, SUBPARSERS), key=len, reverse=True)) + r")(?![\w-]))")
+
+
+def in_notebook(text: str) -> str:
+    """A message the engine words for the terminal, as the notebook says it: ``odin run`` becomes ``%odin run``
+    (only for a command ``%odin`` has: ``odin schedule`` stays a terminal command)."""
+    return _TERMINAL_COMMAND.sub("%odin ", text)
 
 
 def full_help() -> str:

@@ -102,6 +102,22 @@ def test_user_mistakes_are_usage_errors_with_a_hint(ip, project):
     assert not (project / ".odin-loop" / "runs").exists() or not any((project / ".odin-loop" / "runs").iterdir())
 
 
+
+def test_an_engine_hint_names_the_notebook_command(ip, project):
+    """The engine words its hints for the terminal (`odin run`); in a notebook they name `%odin run`, and a
+    command only the terminal has (`odin schedule`) stays as it is."""
+    from odin_magic.notebook.parser import in_notebook
+
+    for line in ("diff", "revert", "deliver"):
+        with pytest.raises(UsageError) as info:
+            odin(ip, line)
+        text = str(info.value)
+        assert "%odin run LOOP" in text and "`odin " not in text, text
+    assert in_notebook("`odin runs` lists them; `odin schedule x` prints one; odin-magic; %odin run") == (
+        "`%odin runs` lists them; `odin schedule x` prints one; odin-magic; %odin run")
+    assert in_notebook("odin validate-manifest a.yaml") == "odin validate-manifest a.yaml"
+
+
 # -- driving a run ----------------------------------------------------------------------
 
 
