@@ -284,6 +284,18 @@ def test_config_and_traitlets(ip, project):
         odin(ip, "config project=/no/such/dir")
 
 
+def test_config_record_names_the_recording_file_taken_from_the_project(ip, project):
+    magics = ip.magics_manager.registry["OdinMagics"]
+    assert "(off)" in repr(odin(ip, "config"))
+    odin(ip, "config record=run.recording.yaml")
+    try:
+        assert magics.settings().record == project / "run.recording.yaml"
+        assert str(project / "run.recording.yaml") in repr(odin(ip, "config"))
+    finally:
+        odin(ip, "config record=default")
+    assert magics.settings().record is None
+
+
 def test_notebook_dir_comes_from_the_jupyter_session_path(tmp_path, monkeypatch):
     class Shell:
         user_ns = {"__session__": str(tmp_path / "analysis.ipynb")}
