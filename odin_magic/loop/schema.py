@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from odin_magic.loop.params import NAME as PARAM_NAME, LoopParam
+
 Role = Literal["explore", "planner", "executor", "critic", "reviewer"]
 ROLES: tuple[str, ...] = get_args(Role)
 
@@ -401,6 +403,11 @@ class Loop(_Strict):
     )
     network: bool = Field(
         default=False, description="Whether the stages' sandboxed commands may use the network (a stage may say otherwise)."
+    )
+    params: dict[Annotated[str, Field(pattern=PARAM_NAME)], LoopParam] = Field(
+        default_factory=dict,
+        description="Values a run supplies (`odin run LOOP --param NAME=VALUE`), written `{{NAME}}` in the loop's texts "
+        "(a gate command, a measure.cmd, a prompt); each with a default, or none: the run must give one.",
     )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 

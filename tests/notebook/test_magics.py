@@ -594,3 +594,11 @@ def test_wait_after_a_fork_shows_the_fork_not_the_run_the_last_drive_finished(ip
     shown = odin(ip, "wait --timeout 5").text()
     fork_id = state_json(project)["run_id"]
     assert fork_id in repr(forked) and fork_id in shown and "ready" in shown
+
+
+def test_run_param_is_checked_against_the_loop_before_a_run_starts(ip, project):
+    with pytest.raises(UsageError, match=r"loop 'optimize' has no parameter 'metrc' \(did you mean 'metric'\?\)"):
+        odin(ip, "run optimize --param metrc=x --task faster --dry")
+    with pytest.raises(UsageError, match="--param takes NAME=VALUE"):
+        odin(ip, "run optimize --param metric --task faster --dry")
+    assert not (project / ".odin-loop" / "runs").exists() or not any((project / ".odin-loop" / "runs").iterdir())
