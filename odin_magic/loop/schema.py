@@ -218,6 +218,23 @@ class Measure(_Strict):
 
 
 
+class JudgeCompare(_Strict):
+    """A judge comparison: the judge scores the before and the after of the stage's change (0 to 10, higher is
+    better) with the gate's check as the rubric, in one reply; the scores are decided as a metric's figures."""
+
+    against: Literal["baseline"] = Field(default="baseline", description="What the after is compared with: "
+                                         "the baseline (the before of the stage's change).")
+    tolerance: Amount = Field(default=None, description="How much lower than the before's score still passes: "
+                              "'10%' or points (default: none).")
+    min_improvement: Amount = Field(default=None, description="How much higher the after must score: '10%' or points.")
+    target: float | None = Field(default=None, ge=0, le=10, description="The score to reach (0 to 10).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"against": value} if isinstance(value, str) else value
+
+
 class Gate(_Strict):
     mode: GateMode = Field(
         description="ai: the judge decides and the run advances; ai+human (alias: human): "
@@ -241,6 +258,9 @@ class Gate(_Strict):
     measure: Measure | None = Field(
         default=None, description="A metric: a command's figure compared with the baseline (the figure before the "
         "stage's change), after the `run` commands and before the judge (docs/metrics.md).")
+    compare: JudgeCompare | None = Field(
+        default=None, description="`baseline`: after the judge passes, it scores the before and the after of the "
+        "change with the check as the rubric in one reply; the scores decide like a metric's (docs/metrics.md).")
 
     @field_validator("run", mode="after")
     @classmethod
