@@ -172,3 +172,31 @@ def test_a_reply_that_broke_off_is_not_a_recorded_message():
     data = sse_bytes(message)
     assert message_from_sse(data)["content"] == [{"type": "text", "text": "hi"}]
     assert message_from_sse(data[: len(data) // 2]) is None
+
+
+def _exchange(recorder, run_dir: str, call: str, text: str) -> None:
+    headers = {"x-odin-stage": "build", "x-odin-purpose": "work", "x-odin-call": call, "x-odin-run-dir": run_dir}
+    body = {"messages": [{"role": "user", "content": f"brief of {run_dir}"}]}
+    reply = message_body(model="m", content=[{"type": "text", "text": text}], stop_reason="end_turn",
+                         usage={"input_tokens": 5, "output_tokens": 1})
+    recorder.record(headers, body, reply)
+
+
+def test_the_recording_is_on_disk_after_every_exchange_and_a_resumed_run_goes_on_in_it(tmp_path):
+    from odin_magic.workers.recording import Recorder
+
+    path = tmp_path / "rec.yaml"
+    first = Recorder(path, tmp_path)
+    _exchange(first, ".odin-loop/runs/20261203-010101-rec", "call-1", "one")
+    script = load_script(path)  # a crash now keeps this exchange, as a loadable script
+    assert script.stages["build"][0].turns[0].text == "one"
+    assert script.stages["build"][0].turns[0].request.sent == "brief of {run_dir}"
+    again = Recorder(path, tmp_path)  # a new process: the same run goes on in the same file
+    _exchange(again, ".odin-loop/runs/20261203-010101-rec", "call-2", "two")
+    assert [a.turns[0].text for a in load_script(path).stages["build"]] == ["one", "two"]
+    other = Recorder(path, tmp_path)  # another run: the file starts over
+    _exchange(other, ".odin-loop/runs/20261203-020202-rec", "call-3", "three")
+    script = load_script(path)
+    assert [a.turns[0].text for a in script.stages["build"]] == ["three"]
+    assert script.recorded.run == "20261203-020202-rec"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written atomically: no temp left
