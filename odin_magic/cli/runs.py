@@ -83,7 +83,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 3
         engine.unattended = True
-        state = engine.start(args.loop, args.task, dry=_dry_options(args))
+        state = engine.start(args.loop, args.task, dry=_dry_options(args), params=_params(args))
         return 0 if state.status == "done" else exit_code(state) or 3
     dry_flags = args.dry or args.gates or args.approve_all or args.stage_delay or args.run_commands
     continuing = args.loop is None or (active is not None and active.loop == args.loop and args.task is None)
@@ -94,6 +94,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 raise damaged_blocks(*damaged)
             raise NoActiveRun(f"no active run to continue in {engine.project_dir}",
                               hint="start one with `odin run LOOP --task TEXT`")
+        if args.param:
+            raise UsageError("--param applies when a run starts", hint=f"run {active.run_id} keeps the values it began with")
         if dry_flags:
             print("note: --dry/--gates/--approve-all/--stage-delay apply when a run starts; "
                   f"run {active.run_id} continues with its own options", file=sys.stderr)
@@ -102,7 +104,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if active is not None:
             raise one_run_at_a_time(active)
         raise UsageError(f"starting loop {args.loop!r} needs a task", hint=f'odin run {args.loop} --task "what you are building"')
-    return exit_code(engine.start(args.loop, args.task, dry=_dry_options(args)))
+    return exit_code(engine.start(args.loop, args.task, dry=_dry_options(args), params=_params(args)))
+
+
+def _params(args: argparse.Namespace) -> dict[str, str]:
+    """``--param NAME=VALUE`` as a mapping (the loop checks the names when the run starts)."""
+    from odin_magic.loop.params import parse_assignments
+
+    return parse_assignments(args.param)
 
 
 def _dry_options(args: argparse.Namespace):

@@ -16,6 +16,9 @@ RUN = (
     arg("loop", nargs="?", metavar="LOOP",
         help=f"loop to start (omit it to continue the active run; a new run's default is {DEFAULT_LOOP})"),
     arg("--task", help="one line: what you are building (needed to start a run)"),
+    arg("--param", action="append", metavar="NAME=VALUE",
+        help="a value for the loop's parameter NAME (its `params:`, written {{NAME}} in the loop), e.g. "
+             "--param metric='python bench.py'; repeatable; a new run only"),
     arg("--dry", action="store_true", help="use the dry worker: no model; placeholder artifacts (project-tree ones "
                                            "land in your project), scripted gates"),
     arg("--gates", metavar="SPEC", help="dry gate script, e.g. test:fail,test:fail,review:fail (also STAGE:blocked, "

@@ -268,8 +268,9 @@ class _Facts:
             if isinstance(m, dict) and m.get("tried"):
                 self.mutations.append((entry.stage, f"kill ratio {m.get('killed')}/{m.get('tried')} = "
                                                     f"{m.get('ratio') or 0:.2f} (min {m.get('min_kill_ratio')})"))
-            if isinstance(ev.get("metric"), dict) and ev["metric"].get("summary"):
-                self.metrics.append((entry.stage, str(ev["metric"]["summary"])))
+            for key in ("metric", "comparison"):  # a judge comparison is told as a metric is
+                if isinstance(ev.get(key), dict) and ev[key].get("summary"):
+                    self.metrics.append((entry.stage, str(ev[key]["summary"])))
         self.commands = list(dict.fromkeys(self.commands))[-20:]
 
     @classmethod

@@ -4,7 +4,8 @@ checks run in order, each adding its part to the shared :class:`~odin_magic.engi
 frozen (a frozen artifact the stage changed is restored and fails the gate) → scope (changes outside the
 stage's scope are reverted and fail the gate) → produces → commands → the metric (a ``measure:``
 against its baseline: :mod:`odin_magic.engine.metric_gate`) → the
-judge (:mod:`odin_magic.engine.gates`) → mutation (a passing gate's commands must fail on mutants) →
+judge (:mod:`odin_magic.engine.gates`) → the judge comparison (``compare: baseline``:
+:mod:`odin_magic.engine.judge_compare`) → mutation (a passing gate's commands must fail on mutants) →
 completion (the last stage: the checks before done).
 
 A check that decides the gate stops the pipeline; the later ones do not run. A check whose usage puts the
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from odin_magic.engine import (
-    attribution, completion, frozen, gates, judge_context, judging, metric_gate, mutation, scope
+    attribution, completion, frozen, gates, judge_compare, judge_context, judging, metric_gate, mutation, scope
 )
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
@@ -165,6 +166,21 @@ def check_judge(gate: StageGate, parts: gates.GateParts) -> bool:
     return parts.passed
 
 
+def check_compare(gate: StageGate, parts: gates.GateParts) -> bool:
+    """The judge comparison (``compare: baseline``, see judge_compare), once the judge passed the gate."""
+    s, stage, engine = gate.session, gate.stage, gate.engine
+    try:
+        return judge_compare.check_compare(gate, parts)
+    except judge_compare.OverBudgetSignal:
+        raise OverBudget() from None
+    except WorkerError as exc:
+        if engine._add_usage(s, stage.id, exc.usage):
+            raise OverBudget() from None
+        engine._emit("stopped", s.state, stage=stage.id, text=f"the judge comparison of stage {stage.id} failed: {exc}")
+        raise WorkerFailed(f"the gate of stage {stage.id!r} could not be compared: {exc}",
+                           hint="the run is still running; `odin run` re-runs the stage and its gate") from None
+
+
 def check_mutation(gate: StageGate, parts: gates.GateParts) -> bool:
     """The discrimination sensor: a passing gate's commands must fail on mutants of the code (see mutation)."""
     stage, s, engine = gate.stage, gate.session, gate.engine
@@ -247,4 +263,5 @@ def check_done(gate: StageGate, outcome_changed: bool) -> completion.CompletionR
 
 #: The checks of a stage execution's gate, in order (the first four decide or stop; see the module docstring).
 CHECKS: tuple[gates.Check, ...] = (check_frozen, check_scope, gates.check_produces, gates.check_commands,
-                                   metric_gate.check_metric, check_judge, check_mutation, check_completion)
+                                   metric_gate.check_metric, check_judge, check_compare, check_mutation,
+                                   check_completion)

@@ -41,6 +41,7 @@ class GateOutcome:
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks (postedit)
     mutation: dict | None = None  # the discrimination sensor's report (mutation), when it ran
     metric: dict | None = None  # the metric step's figures and decision (odin_magic.engine.metric_gate)
+    comparison: dict | None = None  # the judge comparison's scores and decision (odin_magic.engine.judge_compare)
     completion: dict | None = None  # the checks before done (completion), on the last stage
     changes: list[dict] = field(default_factory=list)  # files the stage changed (odin_magic.runs.checkpoints.Change)
     reverted: list[str] = field(default_factory=list)  # changes outside the stage's scope, undone (odin_magic.engine.scope)
@@ -66,6 +67,7 @@ class GateOutcome:
             "context": self.context,
             "mutation": self.mutation,
             "metric": self.metric,
+            "comparison": self.comparison,
             "completion": self.completion,
             "changes": self.changes,
             "reverted": self.reverted,
@@ -88,6 +90,7 @@ class GateParts:
     edit_checks: list[dict] = field(default_factory=list)
     mutation: dict | None = None
     metric: dict | None = None
+    comparison: dict | None = None
     completion: dict | None = None
     changes: list[dict] = field(default_factory=list)
     reverted: list[str] = field(default_factory=list)

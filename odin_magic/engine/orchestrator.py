@@ -40,6 +40,7 @@ from odin_magic.engine.session import (  # noqa: F401 - handed on: Session, Work
 )
 from odin_magic.learning import memory
 from odin_magic.loop.catalog import LoopCatalog
+from odin_magic.loop.params import apply_params
 from odin_magic.loop.schema import Loop
 from odin_magic.render import run_report as runreport
 from odin_magic.runs import diffs
@@ -93,11 +94,10 @@ class Engine:
 
     # -- public API ---------------------------------------------------------
 
-    def start(self, loop_name: str, task: str, dry: DryOptions | bool | None = None, *, loop: Loop | None = None) -> RunState:
-        """Create a run of ``loop_name`` for ``task`` and drive it. Refused while another run is active."""
+    def start(self, loop_name: str, task: str, dry: DryOptions | bool | None = None, *, loop: Loop | None = None, params: dict[str, str] | None = None) -> RunState:
+        """Create a run of ``loop_name`` for ``task`` (``params``: --param values) and drive it; refused while a run is active."""
         task = require_task(task)
-        if loop is None:
-            loop = self.catalog.load(loop_name)
+        loop = apply_params(loop or self.catalog.load(loop_name), params)  # the run keeps the loop with the values in it
         if dry is True:
             dry = DryOptions()
         elif dry is False:

@@ -31,6 +31,7 @@ from odin_magic.workers.base import WorkerError
 from odin_magic.workers.client import (
     api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
 )
+from odin_magic.workers.factory import recorded
 from odin_magic.workers.prompts import system_blocks
 from odin_magic.workers.structured import Retry, ask_until_valid
 from odin_magic.interview.convergence import CODE_SUFFIXES, IGNORED_DIRS
@@ -299,9 +300,11 @@ def make_interview_model(settings: Settings, project_dir: Path, env: dict[str, s
         if script.interview is not None:
             return _offline(ScriptedInterviewModel(script.interview, source=f"{script_path} (interview)"), settings)
         model = ScriptedModel(script, source=str(script_path))
-        return ClaudeInterviewModel(settings, model.client_factory(max_retries=settings.max_retries), project_dir)
+        model.root = Path(project_dir)
+        factory = model.client_factory(max_retries=settings.max_retries)
+        return ClaudeInterviewModel(settings, recorded(factory, settings, project_dir), project_dir)
     require_credentials(settings)
-    return ClaudeInterviewModel(settings, project_dir=project_dir)
+    return ClaudeInterviewModel(settings, recorded(default_client_factory(settings), settings, project_dir), project_dir)
 
 
 def _offline(model, settings: Settings):

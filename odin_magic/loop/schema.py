@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from odin_magic.loop.params import NAME as PARAM_NAME, LoopParam
+
 Role = Literal["explore", "planner", "executor", "critic", "reviewer"]
 ROLES: tuple[str, ...] = get_args(Role)
 
@@ -216,6 +218,23 @@ class Measure(_Strict):
 
 
 
+class JudgeCompare(_Strict):
+    """A judge comparison: the judge scores the before and the after of the stage's change (0 to 10, higher is
+    better) with the gate's check as the rubric, in one reply; the scores are decided as a metric's figures."""
+
+    against: Literal["baseline"] = Field(default="baseline", description="What the after is compared with: "
+                                         "the baseline (the before of the stage's change).")
+    tolerance: Amount = Field(default=None, description="How much lower than the before's score still passes: "
+                              "'10%' or points (default: none).")
+    min_improvement: Amount = Field(default=None, description="How much higher the after must score: '10%' or points.")
+    target: float | None = Field(default=None, ge=0, le=10, description="The score to reach (0 to 10).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"against": value} if isinstance(value, str) else value
+
+
 class Gate(_Strict):
     mode: GateMode = Field(
         description="ai: the judge decides and the run advances; ai+human (alias: human): "
@@ -239,6 +258,9 @@ class Gate(_Strict):
     measure: Measure | None = Field(
         default=None, description="A metric: a command's figure compared with the baseline (the figure before the "
         "stage's change), after the `run` commands and before the judge (docs/metrics.md).")
+    compare: JudgeCompare | None = Field(
+        default=None, description="`baseline`: after the judge passes, it scores the before and the after of the "
+        "change with the check as the rubric in one reply; the scores decide like a metric's (docs/metrics.md).")
 
     @field_validator("run", mode="after")
     @classmethod
@@ -401,6 +423,11 @@ class Loop(_Strict):
     )
     network: bool = Field(
         default=False, description="Whether the stages' sandboxed commands may use the network (a stage may say otherwise)."
+    )
+    params: dict[Annotated[str, Field(pattern=PARAM_NAME)], LoopParam] = Field(
+        default_factory=dict,
+        description="Values a run supplies (`odin run LOOP --param NAME=VALUE`), written `{{NAME}}` in the loop's texts "
+        "(a gate command, a measure.cmd, a prompt); each with a default, or none: the run must give one.",
     )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 

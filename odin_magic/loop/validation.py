@@ -24,6 +24,7 @@ from odin_magic.loop.diagnostics import Diagnostic, ValidationReport, did_you_me
 from odin_magic.loop.diagnostics import kind_of as _kind
 from odin_magic.loop.schema import Loop, Stage, is_plain_name
 from odin_magic.loop.schema_errors import SchemaErrors
+from odin_magic.loop.params import undeclared
 from odin_magic.loop.stage_rules import INTERVIEW_LOG, StageRules
 from odin_magic.loop.yamlsource import MAX_BYTES, YamlDocument, YamlError, decode_text, load_yaml
 
@@ -79,6 +80,8 @@ class _Checker(StageRules, SchemaErrors):
             self._stage_rules(i, stage, first_index, schedulable)
         self._reachability(stages, first_index)
         self._glob_rules(("risk",), data.get("risk"))
+        for path, message, fix in undeclared(data):
+            self.error(path, message, fix)
         if schedulable:
             self._risk_rules(stages)
 

@@ -190,7 +190,8 @@ class NotebookRunner:
         except OdinError:
             return False
 
-    def start(self, loop: str, task: str, dry: DryOptions | None = None, ready: Ready | None = None) -> None:
+    def start(self, loop: str, task: str, dry: DryOptions | None = None, ready: Ready | None = None,
+              params: dict[str, str] | None = None) -> None:
         """Start a run; returns once the run exists (so ``status`` sees it), driving on in the background."""
         from odin_magic.engine.orchestrator import require_task
 
@@ -204,7 +205,7 @@ class NotebookRunner:
 
         def call():
             try:
-                return self.engine.start(loop, task, dry=dry)
+                return self.engine.start(loop, task, dry=dry, params=params)
             finally:
                 created.set()
 

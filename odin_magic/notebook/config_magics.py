@@ -18,13 +18,13 @@ from odin_magic.render.displays import MessageDisplay
 #: What ``%odin config KEY=`` suggests when the value is missing.
 _CONFIG_EXAMPLES = {"project": "..", "model": "claude-sonnet-5-5", "judge_model": "claude-sonnet-5-5",
                     "max_tokens": "8000", "base_url": "http://127.0.0.1:8000", "script": "quickstart.script.yaml",
-                    "widgets": "false", "charts": "false"}
+                    "record": "run.recording.yaml", "widgets": "false", "charts": "false"}
 
 
 class ConfigMagics:
     """``%odin config [KEY=VALUE ...]``."""
 
-    _CONFIG_KEYS = ("project", "model", "judge_model", "max_tokens", "base_url", "script", "widgets", "charts")
+    _CONFIG_KEYS = ("project", "model", "judge_model", "max_tokens", "base_url", "script", "record", "widgets", "charts")
 
     def _cmd_config(self, args):
         before = {key: getattr(self, key) for key in self._CONFIG_KEYS}
@@ -78,6 +78,7 @@ class ConfigMagics:
             ("max_tokens", str(settings.max_tokens)),
             ("base_url", settings.base_url or "(SDK default)"),
             ("script", str(settings.script) if settings.script else "(none: a real model)"),
+            ("record", str(settings.record) if settings.record else "(off)"),
             ("widgets", str(self.use_widgets())),
             ("charts", str(self.charts)),
             ("api key", "set in the environment" if os.environ.get("ANTHROPIC_API_KEY") else "not set"),

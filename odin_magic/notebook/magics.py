@@ -53,6 +53,7 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
     max_tokens = Int(None, allow_none=True, help="max output tokens per model call").tag(config=True)
     base_url = Unicode(None, allow_none=True, help="API base URL").tag(config=True)
     script = Unicode(None, allow_none=True, help="scripted-model YAML: run offline, no API key").tag(config=True)
+    record = Unicode(None, allow_none=True, help="record every model exchange into this YAML (a script)").tag(config=True)
     widgets = Bool(None, allow_none=True, help="live widgets (default: on in a Jupyter kernel, text elsewhere)").tag(config=True)
     charts = Bool(True, help="draw run charts under the live view").tag(config=True)
     wait_timeout = Float(None, allow_none=True, help="default --timeout for --wait, seconds").tag(config=True)
@@ -60,7 +61,7 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self._runners: dict[Path, NotebookRunner] = {}
-        self.observe(self._settings_changed, names=["model", "judge_model", "max_tokens", "base_url", "script"])
+        self.observe(self._settings_changed, names=["model", "judge_model", "max_tokens", "base_url", "script", "record"])
 
     # -- where, and with what -------------------------------------------------------------
 
@@ -74,7 +75,8 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
         from odin_magic.workers.config import Settings
 
         return Settings.from_env(model=self.model, judge_model=self.judge_model, max_tokens=self.max_tokens,
-                                 base_url=self.base_url, script=abs_path(self.script, self.project_dir))
+                                 base_url=self.base_url, script=abs_path(self.script, self.project_dir),
+                                 record=abs_path(self.record, self.project_dir))
 
     def _make_engine(self, project_dir: Path, listener=None):
         from odin_magic.engine.orchestrator import Engine

@@ -93,7 +93,7 @@ def build_parser() -> MagicArgumentParser:
     w.add_argument("--timeout", type=float, default=None, metavar="S")
     for name, text in LATER_DESCRIPTIONS.items():
         add(name, text)
-    c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH.")
+    c = add("config", "Show settings, or set them: project=DIR model=NAME max_tokens=N base_url=URL script=PATH record=PATH.")
     c.add_argument("assignments", nargs="*", metavar="KEY=VALUE")
     h = add("help", "Show this help, or one command's.")
     h.add_argument("topic", nargs="?")

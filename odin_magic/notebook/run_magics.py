@@ -35,7 +35,10 @@ class RunMagics:
             loop = args.loop or DEFAULT_LOOP
             if not (args.task or "").strip():  # refused before any view or panel appears
                 raise UsageError(f'a new run needs a task: %odin run {loop} --task "what you are building"')
-            loop_def = self._load_loop(loop)
+            from odin_magic.loop.params import apply_params, parse_assignments
+
+            params = parse_assignments(args.param)
+            loop_def = apply_params(self._load_loop(loop), params)  # a bad --param: refused before any view
             if not args.loop:  # say which loop a run without one starts
                 print(f"odin: no loop given: starting the default loop {DEFAULT_LOOP} "
                       "(%odin list shows the others; %odin run LOOP --task ... picks one)")
@@ -46,14 +49,15 @@ class RunMagics:
 
                 dry = DryOptions(gates=parse_gate_script(args.gates, loop_def), approve_all=args.approve_all,
                                  stage_delay=args.stage_delay or 0.0, run_commands=args.run_commands)
-            runner.start(loop, args.task, dry=dry, ready=lambda: self._show_live(runner, loop_def, None))
+            runner.start(loop, args.task, dry=dry, ready=lambda: self._show_live(runner, loop_def, None),
+                         params=params)
             message = f"odin: started {loop}" + (" (dry run)" if dry else "") + " in the background"
         else:
             if args.loop and args.loop != active.loop:
                 raise OdinError(f"the active run {active.run_id} runs {active.loop}, not {args.loop}",
                                 hint="continue it with %odin run, or %odin abandon it to start another")
-            if dry_flags:
-                raise UsageError("dry-run options apply when a run starts; a dry run continues as it began")
+            if dry_flags or args.param:
+                raise UsageError("dry-run options and --param apply when a run starts; a run continues as it began")
             runner.continue_run(ready=self._live_for(runner, active))
             approving = active.status == "awaiting_approval"
             message = f"odin: {'approved ' + active.current_stage + ', ' if approving else ''}continuing {active.run_id}"

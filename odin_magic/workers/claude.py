@@ -197,6 +197,12 @@ class ClaudeWorker:
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         return run_coroutine(lambda: self.ajudge(job, events))
 
+    def compare(self, job: JudgeJob, events: EventSink):
+        """A judge comparison (``compare: baseline``): :mod:`odin_magic.workers.compare`."""
+        from odin_magic.workers.compare import ask_comparison
+
+        return run_coroutine(lambda: ask_comparison(self, job, events))
+
     # -- helpers ----------------------------------------------------------------------
 
     def _cost(self, model: str, usage: Usage, emit: Callable[[str], None]) -> Usage:

@@ -10,6 +10,8 @@ Settings come from arguments first, then the environment:
 ``ODIN_PRICES``        price overrides: inline JSON, or a path to a JSON/YAML file,
                        ``{"<model or family>": {"input": 3, "output": 15, ...}}``
 ``ODIN_SCRIPT``        path of a scripted-model YAML: run offline, no API key needed
+``ODIN_RECORD``        path of a YAML file to record every model exchange into, as a
+                       scripted-model script that replays the run (docs/scripted-model.md)
 ``ODIN_CONTEXT_BUDGET`` token budget of a run's inline conversation thread
 ``ODIN_MAX_RETRIES``   SDK retries for 429/5xx/529/timeouts
 ``ODIN_TIMEOUT``       seconds per API request
@@ -82,6 +84,7 @@ class Settings(BaseModel):
     base_url: str | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     script: Path | None = Field(default=None, description="scripted-model YAML: offline, no API key")
+    record: Path | None = Field(default=None, description="record every model exchange here, as a script")
     context_budget: int = Field(default=150_000, ge=2_000, description="tokens the inline thread may hold")
     max_retries: int = Field(default=4, ge=0, le=20)
     timeout: float = Field(default=600.0, gt=0)
@@ -174,6 +177,7 @@ _ENV_VARS = {
     "base_url": "ANTHROPIC_BASE_URL",
     "prices": "ODIN_PRICES",
     "script": "ODIN_SCRIPT",
+    "record": "ODIN_RECORD",
     "context_budget": "ODIN_CONTEXT_BUDGET",
     "max_retries": "ODIN_MAX_RETRIES",
     "timeout": "ODIN_TIMEOUT",

@@ -25,11 +25,23 @@ def make_worker(settings: Settings, project_dir: Path) -> Worker:
     raises :class:`~odin_magic.core.errors.ConfigError` here, before any stage starts.
     """
     from odin_magic.workers.claude import ClaudeWorker, require_credentials
+    from odin_magic.workers.client import default_client_factory
 
     if settings.script is not None:
         from odin_magic.workers.scripted import ScriptedModel
 
         model = ScriptedModel.from_file(locate_script(settings.script, project_dir), project_dir=Path(project_dir))
-        return ClaudeWorker(settings, client_factory=model.client_factory(max_retries=settings.max_retries))
-    require_credentials(settings)
-    return ClaudeWorker(settings)
+        factory = model.client_factory(max_retries=settings.max_retries)
+    else:
+        require_credentials(settings)
+        factory = default_client_factory(settings)
+    return ClaudeWorker(settings, client_factory=recorded(factory, settings, project_dir))
+
+
+def recorded(factory, settings: Settings, project_dir: Path):
+    """``factory``, its clients recording every exchange when ``settings.record`` (``ODIN_RECORD``) is set."""
+    if settings.record is None:
+        return factory
+    from odin_magic.workers.recording import recording_factory
+
+    return recording_factory(factory, settings.record, Path(project_dir))

@@ -52,6 +52,14 @@ def _one_tool(item: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return item
 
 
+class Sent(_Strict):
+    """What the request a recorded reply answered carried (:mod:`odin_magic.workers.exchange`): a replay
+    whose request differs has departed from its recording."""
+
+    digest: str
+    sent: str = ""
+
+
 class Turn(_Strict):
     """One model reply to a work request."""
 
@@ -60,6 +68,7 @@ class Turn(_Strict):
     stop_reason: str | None = None
     usage: dict[str, int] | None = None
     error: ScriptedError | None = None
+    request: Sent | None = None
 
 
 class Attempt(_Strict):
@@ -73,6 +82,8 @@ class Answer(_Strict):
     malformed: str | None = None
     refusal: str | None = None
     error: ScriptedError | None = None
+    usage: dict[str, int] | None = None
+    request: Sent | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -84,9 +95,19 @@ class Answer(_Strict):
         return self
 
 
+class Recorded(_Strict):
+    """A script written by ``ODIN_RECORD``: replayed strictly (a stage run more often, a turn more, or a
+    request that differs from the recording's is a departure, never a repeat of the last reply)."""
+
+    run: str | None = None
+    loop: str | None = None
+    at: str | None = None
+
+
 class Script(_Strict):
     version: int = 1
     description: str | None = None
+    recorded: Recorded | None = None
     model: str = "scripted"
     stages: dict[str, list[Attempt]] = Field(default_factory=dict)
     judge: dict[str, list[Answer]] = Field(default_factory=dict)

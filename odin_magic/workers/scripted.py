@@ -31,7 +31,8 @@ from anthropic import AsyncAnthropic
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.secrets import redact_request
-from odin_magic.workers.script_file import Answer, Attempt, Script, ScriptedError, Turn, load_script
+from odin_magic.workers.exchange import fingerprint
+from odin_magic.workers.script_file import Answer, Attempt, Script, ScriptedError, Sent, Turn, load_script
 
 __all__ = ["Answer", "Attempt", "Script", "ScriptedError", "ScriptedModel", "Turn", "load_script"]
 
@@ -200,9 +201,12 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self._positions: dict[str, dict[str, dict[str, int]]] = {}  # run dir -> replay position
         self._calls: dict[str, tuple[Attempt, int]] = {}  # call id -> (attempt, next turn)
+        self._attempt_numbers: dict[str, int] = {}  # call id -> which attempt (1, 2, ...) it replays
         self._cache: set[str] = set()
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.usages: list[dict[str, int] | None] = []  # the usage each request's reply reported (None: an error)
+        self.departures: list[str] = []  # where a replay of a recording departed from it
+        self.root: Path | None = self.project_dir  # the project, for the {project_dir} placeholder
 
     @classmethod
     def from_file(cls, path: Path, project_dir: Path | None = None) -> "ScriptedModel":
@@ -274,6 +278,8 @@ class ScriptedModel:
             if not stage:
                 return error_response(400, "scripted model: the request has no x-odin-stage header (not from the Claude worker?)")
             tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name, "stage": stage}
+            if self.root is not None:
+                tokens["project_dir"] = str(Path(self.root).resolve())
             if purpose == "work":
                 return self._work(body, stage, call, tokens)
             return self._answer(body, purpose, stage, tokens)
@@ -291,13 +297,21 @@ class ScriptedModel:
                     400, f"scripted model: {self.source} has no turns for stage {stage!r} (add stages.{stage})"
                 )
             n = self._advance(tokens["run_dir"], "attempts", stage)
+            if self.strict and n >= len(attempts):
+                return self._depart(f"stage {stage} runs a {_nth(n + 1)} time; the recording ran it {len(attempts)} time(s)")
             self._calls[call] = (attempts[min(n, len(attempts) - 1)], 0)
+            self._attempt_numbers[call] = min(n, len(attempts) - 1) + 1
         attempt, index = self._calls[call]
         self._calls[call] = (attempt, index + 1)
+        where = f"stage {stage}, attempt {self._attempt_numbers[call]}, turn {index + 1}"
         if index >= len(attempt.turns):
+            if self.strict:
+                return self._depart(f"{where}: the recording's attempt ended after {len(attempt.turns)} turn(s)")
             turn = Turn(text="(end of the scripted turns for this stage)")
         else:
             turn = attempt.turns[index]
+        if (departed := self._differs(turn.request, body, tokens, where)) is not None:
+            return departed
         if turn.error is not None:
             return error_response(turn.error.status, turn.error.message, retry_after_ms=turn.error.retry_after_ms)
         content: list[dict[str, Any]] = []
@@ -321,7 +335,13 @@ class ScriptedModel:
             where = f"judge.{stage} (or default_verdict)" if purpose == "judge" else f"answers.{purpose}.{stage}"
             return error_response(400, f"scripted model: {self.source} has no answer for {purpose} of stage {stage!r} (add {where})")
         n = self._advance(tokens["run_dir"], "answers", f"{purpose}/{stage}")
+        if self.strict and n >= len(answers):
+            return self._depart(f"{purpose} of stage {stage} is asked a {_nth(n + 1)} time; "
+                                f"the recording asked it {len(answers)} time(s)")
         answer = answers[min(n, len(answers) - 1)]
+        departed = self._differs(answer.request, body, tokens, f"stage {stage}, {purpose} {n + 1}")
+        if departed is not None:
+            return departed
         if answer.error is not None:
             return error_response(answer.error.status, answer.error.message, retry_after_ms=answer.error.retry_after_ms)
         stop = "end_turn"
@@ -332,5 +352,32 @@ class ScriptedModel:
         else:
             text = answer.malformed or ""
         content = [{"type": "text", "text": text}]
-        usage = self._reported(estimate_usage(body, content, self._cache))
+        usage = self._reported(answer.usage or estimate_usage(body, content, self._cache))
         return reply_response(body, message_body(model=body.get("model", self.script.model), content=content, stop_reason=stop, usage=usage))
+
+
+    # -- a recording's replay ------------------------------------------------------
+
+    @property
+    def strict(self) -> bool:
+        """A recording (``recorded:``) replays exactly: no last reply repeats, every request is checked."""
+        return self.script.recorded is not None
+
+    def _depart(self, what: str) -> httpx2.Response:
+        message = f"the replay departs from its recording {self.source} at {what}"
+        self.departures.append(message)
+        return error_response(400, f"scripted model: {message}")
+
+    def _differs(self, recorded: Sent | None, body: dict[str, Any], tokens: dict[str, str],
+                 where: str) -> httpx2.Response | None:
+        """The departure when the request is not the one the recorded reply answered, else None."""
+        if recorded is None:
+            return None
+        now = fingerprint(body, tokens)
+        if now["digest"] == recorded.digest:
+            return None
+        return self._depart(f"{where}: the request differed (recorded: {recorded.sent!r}; now: {now['sent']!r})")
+
+
+def _nth(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"

@@ -300,6 +300,18 @@ def test_config_and_traitlets(ip, project):
         odin(ip, "config project=/no/such/dir")
 
 
+def test_config_record_names_the_recording_file_taken_from_the_project(ip, project):
+    magics = ip.magics_manager.registry["OdinMagics"]
+    assert "(off)" in repr(odin(ip, "config"))
+    odin(ip, "config record=run.recording.yaml")
+    try:
+        assert magics.settings().record == project / "run.recording.yaml"
+        assert str(project / "run.recording.yaml") in repr(odin(ip, "config"))
+    finally:
+        odin(ip, "config record=default")
+    assert magics.settings().record is None
+
+
 def test_notebook_dir_comes_from_the_jupyter_session_path(tmp_path, monkeypatch):
     class Shell:
         user_ns = {"__session__": str(tmp_path / "analysis.ipynb")}
@@ -598,3 +610,11 @@ def test_wait_after_a_fork_shows_the_fork_not_the_run_the_last_drive_finished(ip
     shown = odin(ip, "wait --timeout 5").text()
     fork_id = state_json(project)["run_id"]
     assert fork_id in repr(forked) and fork_id in shown and "ready" in shown
+
+
+def test_run_param_is_checked_against_the_loop_before_a_run_starts(ip, project):
+    with pytest.raises(UsageError, match=r"loop 'optimize' has no parameter 'metrc' \(did you mean 'metric'\?\)"):
+        odin(ip, "run optimize --param metrc=x --task faster --dry")
+    with pytest.raises(UsageError, match="--param takes NAME=VALUE"):
+        odin(ip, "run optimize --param metric --task faster --dry")
+    assert not (project / ".odin-loop" / "runs").exists() or not any((project / ".odin-loop" / "runs").iterdir())

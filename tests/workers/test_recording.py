@@ -1,0 +1,202 @@
+"""Recorded runs that replay (issue 24, item 6): a run recorded (``ODIN_RECORD``) against the local fake Messages
+API, through the real SDK over HTTP and the real engine, then replayed offline (``ODIN_SCRIPT`` = the recording)
+in a fresh project: the same history and byte-identical artifacts; a replay that departs says where; the API
+key is never in the recording."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from odin_magic.core.errors import OdinError
+from odin_magic.engine.orchestrator import Engine
+from odin_magic.workers.config import Settings
+from odin_magic.workers.factory import make_worker
+from odin_magic.workers.recording import message_from_sse
+from odin_magic.workers.scripted import load_script, message_body, sse_bytes
+
+from support.fake_messages import FakeMessages
+
+KEY = "sk-ant-api03-recording-test-key-0123456789"
+
+LOOP = """
+name: rec
+max_iterations: 4
+memory: false
+regression: false
+stages:
+  - id: build
+    produces: [notes.md]
+    gate:
+      mode: ai
+      check: the app prints hello
+      run: ["python app.py"]
+      on_fail: build
+  - id: check
+    gate: {mode: ai, check: reviewed}
+"""
+
+APP_BAD = "print('hell')\n"
+
+
+def seed(project: Path, data: str = "hello data\n") -> Path:
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "data.txt").write_text(data)
+    loops = project / ".odin-loop" / "loops"
+    loops.mkdir(parents=True, exist_ok=True)
+    (loops / "rec.yaml").write_text(textwrap.dedent(LOOP))
+    return project
+
+
+def queue_run(fake: FakeMessages) -> None:
+    """build (2 executions: the judge fails the first), check: the replies of a Claude run, in order."""
+    fake.tool("bash", {"command": "cat data.txt"}, text="Reading the data first.",
+              usage={"input_tokens": 1200, "output_tokens": 40, "cache_read_input_tokens": 900})
+    fake.tool("write", {"file_path": "app.py", "content": APP_BAD})
+    fake.raw(lambda body: _write_notes(body))
+    fake.reply(f"Wrote app.py and the notes (the key {KEY} must never be recorded).")
+    fake.verdict(status="DONE", passed=False, reasons=["prints hell"], blocking=["it must print hello"])
+    fake.tool("edit", {"file_path": "app.py", "old_string": "hell'", "new_string": "hello'"})
+    fake.reply("Fixed: app.py prints hello.\nNotes kept.")
+    fake.verdict(status="DONE", passed=True, reasons=["prints hello"])
+    fake.error(529, "Overloaded")  # the SDK retries it: recorded as an error turn, replayed as one
+    fake.reply("Checked: nothing to change.")
+    fake.verdict(status="DONE", passed=True, reasons=["fine"])
+
+
+def _write_notes(body: dict):
+    """A tool call with the run dir in its path (recorded as {run_dir}): the run's notes.md."""
+    path = re.search(r"notes\.md -> (\S+/notes\.md)", json.dumps(body["messages"][0])).group(1)
+    from odin_magic.workers.scripted import message_body as mb, new_id, reply_response
+
+    content = [{"type": "tool_use", "id": new_id("toolu"), "name": "write",
+                "input": {"file_path": path, "content": "# Notes\nfixed the greeting\n"}}]
+    return reply_response(body, mb(model=body["model"], content=content, stop_reason="tool_use",
+                                   usage={"input_tokens": 30, "output_tokens": 20}))
+
+
+def history(state) -> list[tuple]:
+    return [(e.stage, e.result, e.failure) for e in state.history]
+
+
+def artifacts(engine: Engine, state) -> dict[str, bytes]:
+    run_dir = engine.run_dir(state.run_id)
+    return {"app.py": (engine.project_dir / "app.py").read_bytes(), "notes.md": (run_dir / "notes.md").read_bytes()}
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """A run recorded against the fake Messages API served on 127.0.0.1: (recording path, state, artifacts)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    project = seed(tmp_path / "recorded")
+    recording = tmp_path / "run.recording.yaml"
+    fake = FakeMessages()
+    queue_run(fake)
+    with fake.serve() as url:
+        settings = Settings.from_env(env={}, base_url=url, record=recording, max_retries=2, thinking_budget=0)
+        engine = Engine(project, worker=make_worker(settings, project))
+        state = engine.start("rec", "print hello")
+    assert fake.pending == 0 and not fake.unexpected
+    assert state.status == "done", state
+    return recording, state, artifacts(engine, state)
+
+
+def replay(tmp_path: Path, recording: Path, name: str, data: str = "hello data\n"):
+    project = seed(tmp_path / name, data)
+    settings = Settings.from_env(env={}, script=recording, thinking_budget=0)
+    engine = Engine(project, worker=make_worker(settings, project))
+    return engine, engine.start("rec", "print hello")
+
+
+def test_a_recorded_run_replays_offline_to_the_same_history_and_artifacts(recorded, tmp_path, monkeypatch):
+    recording, original, original_files = recorded
+    assert history(original) == [("build", "fail", "recoverable"), ("build", "pass", None), ("check", "pass", None)]
+    script = load_script(recording)  # the scripted model's own format
+    assert script.recorded is not None and script.recorded.run == original.run_id
+    assert [len(a.turns) for a in script.stages["build"]] == [4, 2]
+    first = script.stages["build"][0].turns[0]
+    assert first.text == "Reading the data first." and first.tools == [{"bash": {"command": "cat data.txt"}}]
+    assert first.usage == {"input_tokens": 1200, "output_tokens": 40, "cache_read_input_tokens": 900,
+                           "cache_creation_input_tokens": 0}
+    notes = script.stages["build"][0].turns[2].tools[0]["write"]
+    assert notes["file_path"] == "{run_dir}/notes.md"  # the run dir as a placeholder: it replays in another run
+    assert script.stages["check"][0].turns[0].error.status == 529
+    assert [a.json_["passed"] for a in script.judge["build"]] == [False, True]
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # offline: no key needed
+    engine, state = replay(tmp_path, recording, "replayed")
+    assert state.status == "done" and history(state) == history(original)
+    assert [e.reason for e in state.history] == [e.reason for e in original.history]
+    assert artifacts(engine, state) == original_files  # byte-identical
+
+
+def test_the_api_key_is_never_in_the_recording(recorded):
+    recording, _, _ = recorded
+    text = recording.read_text()
+    assert KEY not in text
+    assert "[redacted ANTHROPIC_API_KEY]" in text  # the model's reply that held it
+
+
+def test_a_replay_that_departs_from_its_recording_says_where(recorded, tmp_path, monkeypatch):
+    recording, _, _ = recorded
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(OdinError) as caught:
+        replay(tmp_path, recording, "departed", data="other data\n")  # `cat data.txt` answers differently
+    message = caught.value.message
+    assert "the replay departs from its recording" in message
+    assert "at stage build, attempt 1, turn 2: the request differed" in message
+    assert "recorded: '[tool_result] hello data'" in message and "now: '[tool_result] other data'" in message
+    assert "\n" not in message.split("the replay departs")[1]  # one line
+
+
+def test_a_replay_that_runs_a_stage_more_often_than_recorded_is_a_departure(recorded, tmp_path, monkeypatch):
+    recording, _, _ = recorded
+    doc = yaml.safe_load(recording.read_text())
+    doc["stages"]["build"]["attempts"].pop()  # the recording ran build once
+    doc["judge"]["build"] = doc["judge"]["build"][:1]
+    shorter = tmp_path / "shorter.yaml"
+    shorter.write_text(yaml.safe_dump(doc, sort_keys=False))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(OdinError, match="stage build runs a 2nd time; the recording ran it 1 time"):
+        replay(tmp_path, shorter, "short")
+
+
+def test_a_reply_that_broke_off_is_not_a_recorded_message():
+    message = message_body(model="m", content=[{"type": "text", "text": "hi"}], stop_reason="end_turn",
+                           usage={"input_tokens": 3, "output_tokens": 2})
+    data = sse_bytes(message)
+    assert message_from_sse(data)["content"] == [{"type": "text", "text": "hi"}]
+    assert message_from_sse(data[: len(data) // 2]) is None
+
+
+def _exchange(recorder, run_dir: str, call: str, text: str) -> None:
+    headers = {"x-odin-stage": "build", "x-odin-purpose": "work", "x-odin-call": call, "x-odin-run-dir": run_dir}
+    body = {"messages": [{"role": "user", "content": f"brief of {run_dir}"}]}
+    reply = message_body(model="m", content=[{"type": "text", "text": text}], stop_reason="end_turn",
+                         usage={"input_tokens": 5, "output_tokens": 1})
+    recorder.record(headers, body, reply)
+
+
+def test_the_recording_is_on_disk_after_every_exchange_and_a_resumed_run_goes_on_in_it(tmp_path):
+    from odin_magic.workers.recording import Recorder
+
+    path = tmp_path / "rec.yaml"
+    first = Recorder(path, tmp_path)
+    _exchange(first, ".odin-loop/runs/20261203-010101-rec", "call-1", "one")
+    script = load_script(path)  # a crash now keeps this exchange, as a loadable script
+    assert script.stages["build"][0].turns[0].text == "one"
+    assert script.stages["build"][0].turns[0].request.sent == "brief of {run_dir}"
+    again = Recorder(path, tmp_path)  # a new process: the same run goes on in the same file
+    _exchange(again, ".odin-loop/runs/20261203-010101-rec", "call-2", "two")
+    assert [a.turns[0].text for a in load_script(path).stages["build"]] == ["one", "two"]
+    other = Recorder(path, tmp_path)  # another run: the file starts over
+    _exchange(other, ".odin-loop/runs/20261203-020202-rec", "call-3", "three")
+    script = load_script(path)
+    assert [a.turns[0].text for a in script.stages["build"]] == ["three"]
+    assert script.recorded.run == "20261203-020202-rec"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written atomically: no temp left
