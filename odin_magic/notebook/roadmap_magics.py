@@ -20,9 +20,15 @@ def cmd_roadmap(magics, args):
 
 
 def _show(magics, args):
+    import os
+
+    from odin_magic.notebook.project import notebook_dir
     from odin_magic.render.roadmap_view import roadmap_display
 
-    return roadmap_display(magics.project_dir)
+    shown = roadmap_display(magics.project_dir)
+    base = os.path.relpath(magics.project_dir, notebook_dir(magics.shell))
+    shown.href_base = "" if base == "." else base.replace(os.sep, "/")  # a report's link from the notebook
+    return shown
 
 
 def _validate(magics, args):
