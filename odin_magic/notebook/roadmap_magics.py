@@ -32,13 +32,9 @@ def _show(magics, args):
 
 
 def _validate(magics, args):
-    from odin_magic.loop.roadmap import ROADMAP_FILE, check_roadmap_file
-    from odin_magic.render.roadmap_view import roadmap_validation_text
-    from odin_magic.notebook.project import abs_path
+    from odin_magic.render.roadmap_view import validate_roadmap
 
-    shown = args.file or str(magics.project_dir / ROADMAP_FILE)
-    roadmap, diags = check_roadmap_file(abs_path(shown, magics.project_dir), shown)
-    return TextBlockDisplay(roadmap_validation_text(shown, diags, roadmap))
+    return TextBlockDisplay(validate_roadmap(magics.project_dir, args.file)[0])
 
 
 def _new(magics, args):

@@ -227,3 +227,27 @@ def roadmap_display(project_dir: Path) -> RoadmapDisplay:
     roadmap = load_roadmap(project_dir / ROADMAP_FILE)
     return RoadmapDisplay(roadmap, roadmap_rows(roadmap, progress(project_dir, roadmap), project_dir),
                           repairs=repairs(project_dir, roadmap))
+
+
+def validate_roadmap(project_dir: Path, file: str | None = None) -> tuple[str, bool]:
+    """``odin roadmap validate [FILE]``: its text and whether it passed. The project's own roadmap (no FILE) is
+    checked with the contracts its phases have (``.odin-loop/contracts/<phase>.yaml``, against the loop
+    catalog); a relative FILE is the project's when it is not the working directory's."""
+    from odin_magic.loop.contract import CONTRACTS_DIR, validate_contract_file
+    from odin_magic.loop.roadmap import check_roadmap_file
+
+    project_dir = Path(project_dir)
+    shown = file or str(project_dir / ROADMAP_FILE)
+    path = Path(shown).expanduser()
+    if file and not path.is_absolute() and not path.exists():
+        path = project_dir / path
+    roadmap, diags = check_roadmap_file(path, shown)
+    lines = [roadmap_validation_text(shown, diags, roadmap)]
+    ok = roadmap is not None
+    for phase in roadmap.phases() if roadmap is not None and not file else ():
+        contract = project_dir / CONTRACTS_DIR / f"{phase.id}.yaml"
+        if contract.is_file():
+            report = validate_contract_file(contract, project_dir)
+            lines.append(report.format())
+            ok = ok and report.ok
+    return "\n".join(lines), ok
