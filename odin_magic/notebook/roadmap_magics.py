@@ -51,7 +51,20 @@ def _new(magics, args):
     shown = proposal_text(text, ROADMAP_FILE)
     if not magics.use_widgets():
         return TextBlockDisplay(f"{shown}\n\naccept it: %odin roadmap accept   (or: %odin roadmap discard)")
-    return proposal_panel(shown, lambda: _accepted(project, args.force), lambda: _discarded(project))
+    return proposal_panel(_proposal_html(text, shown), lambda: _accepted(project, args.force),
+                          lambda: _discarded(project))
+
+
+def _proposal_html(text: str, shown: str) -> str:
+    """The proposal as the roadmap view draws it, its Markdown below (folded)."""
+    from odin_magic.loop.roadmap import parse_roadmap
+    from odin_magic.render.roadmap_view import RoadmapDisplay, roadmap_rows
+
+    roadmap, _ = parse_roadmap(text, "the proposal")  # it parses: roadmap_markdown checked it
+    head = html.escape(shown.split("\n", 1)[0])
+    view = RoadmapDisplay(roadmap, roadmap_rows(roadmap), where="proposed")._repr_html_() if roadmap else ""
+    return (f"<p><b>{head}</b></p>{view}<details><summary>roadmap.md</summary>"
+            f"<pre>{html.escape(text)}</pre></details>")
 
 
 def _accepted(project, force: bool) -> str:
@@ -75,11 +88,12 @@ def _discard(magics, args):
     return MessageDisplay(_discarded(magics.project_dir))
 
 
-def proposal_panel(shown: str, accept, discard):
-    """The proposed roadmap with Accept and Discard; each returns the message shown under the buttons."""
+def proposal_panel(page: str, accept, discard):
+    """The proposed roadmap (``page``: HTML) with Accept and Discard; each returns the message shown under the
+    buttons."""
     import ipywidgets as w
 
-    text = w.HTML(f"<pre>{html.escape(shown)}</pre>")
+    text = w.HTML(page)
     accept_button = w.Button(description="Accept", button_style="success", tooltip="write it as the roadmap")
     discard_button = w.Button(description="Discard", button_style="danger", tooltip="drop the proposal")
     status = w.HTML("")
