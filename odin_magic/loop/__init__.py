@@ -5,8 +5,8 @@ marks (``yamlsource``), validation with located diagnostics (``validation``; the
 and diagnostics in ``diagnostics``, pydantic's errors told in ``schema_errors``, a stage's
 rules in ``stage_rules``), loop resolution (``catalog``), exact text edits of a loop file
 (``loopedit``), roles and their personas (``roles``), where an artifact lives
-(``artifacts``), the acceptance manifest (``manifest``) and the default loop's name
-(``defaults``).
+(``artifacts``), the acceptance manifest (``manifest``), the roadmap file (``roadmap``) and the
+default loop's name (``defaults``).
 
 May import: ``core``.
 

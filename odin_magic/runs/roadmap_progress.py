@@ -1,0 +1,251 @@
+"""Where a roadmap stands, derived from files alone (issue 22, items 3 and 5).
+
+A phase's runs are the runs whose task starts ``roadmap phase <id>: `` (the driver names them so): their
+event logs are the truth about what the phase did. Beside them, ``.odin-loop/roadmap.jsonl`` is a small
+append-only record log (one JSON object a line, each appended with one write and an fsync) of what no
+run holds: the driver started a run for a phase, paused at a phase boundary for a person, the person
+approved, the phase was decided (its outcome), skipped, or given another try.
+
+:func:`progress` folds both into each phase's :class:`PhaseProgress`; roadmap.md's checkboxes are a view of
+it, and :func:`repairs` lists where they disagree (:func:`repair` writes the fixes). The runs win.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from odin_magic.core.atomic import open_append
+from odin_magic.loop.contract import contract_path, load_contract
+from odin_magic.loop.roadmap import Roadmap, Phase, set_phase
+from odin_magic.runs.state import RunState
+from odin_magic.runs.store import RunCorrupt, RunStore
+
+ROADMAP_LOG = ".odin-loop/roadmap.jsonl"
+TASK_PREFIX = "roadmap phase "
+_TASK = re.compile(r"roadmap phase ([A-Za-z0-9][A-Za-z0-9._-]*): ")
+Status = Literal["pending", "active", "paused", "done", "done_with_concerns", "escalated", "blocked", "skipped"]
+DONE_STATUSES = ("done", "done_with_concerns", "skipped")
+RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry"]
+
+
+class PhaseProgress(BaseModel):
+    phase_id: str
+    status: Status
+    runs: list[str] = Field(default_factory=list)
+    iterations: int = 0
+    cost_usd: float = 0.0
+    concern: str | None = None
+    last_run: str | None = None
+    reason: str | None = None  # why a phase is escalated, blocked or paused
+    pause: str | None = None  # what a paused phase waits for: start | verdict | concerns | signoff | run
+
+    @property
+    def finished(self) -> bool:
+        return self.status in DONE_STATUSES
+
+
+class RoadmapRecord(BaseModel):
+    at: str
+    type: RecordKind
+    phase: str
+    run_id: str | None = None
+    kind: str | None = None  # paused/approved: start | verdict | concerns | signoff
+    status: str | None = None  # outcome: done | done_with_concerns | escalated | blocked
+    reason: str | None = None
+    ignore: list[str] = Field(default_factory=list)  # retry: the runs that no longer count
+
+
+def phase_task(phase: Phase) -> str:
+    """The task of a run the driver starts for ``phase``: how its runs are found again."""
+    return f"{TASK_PREFIX}{phase.id}: {phase.title}"
+
+
+def phase_of_task(task: str) -> str | None:
+    m = _TASK.match(task or "")
+    return m.group(1) if m else None
+
+
+def append_record(project_dir: Path, type: RecordKind, phase: str, **fields: Any) -> RoadmapRecord:
+    """Append one record to roadmap.jsonl (one write, then an fsync): durable before the driver goes on."""
+    record = RoadmapRecord(at=datetime.now().isoformat(timespec="seconds"), type=type, phase=phase, **fields)
+    odin = Path(project_dir) / ".odin-loop"
+    line = (record.model_dump_json(exclude_none=True, exclude_defaults=False) + "\n").encode("utf-8")
+    path = Path(project_dir) / ROADMAP_LOG
+    with open_append(path, within=odin, binary=True) as fh:
+        if _torn(path):
+            line = b"\n" + line  # a crash cut the last append short: that line stays unreadable, this one whole
+        fh.write(line)
+        os.fsync(fh.fileno())
+    return record
+
+
+def _torn(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return False
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) != b"\n"
+
+
+def read_records(project_dir: Path) -> list[RoadmapRecord]:
+    """Every whole record, oldest first; a torn last line (a crash mid-append) is left out."""
+    path = Path(project_dir) / ROADMAP_LOG
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(RoadmapRecord.model_validate(json.loads(line)))
+        except ValueError:
+            continue
+    return out
+
+
+def phase_runs(project_dir: Path) -> dict[str, list[RunState]]:
+    """Each phase's runs (oldest first), found by their task; an unreadable run is left out."""
+    store = RunStore(Path(project_dir))
+    out: dict[str, list[RunState]] = {}
+    for run_id in store.run_ids():
+        try:
+            state = store.load(run_id).state
+        except (RunCorrupt, OSError):
+            continue
+        phase = phase_of_task(state.task)
+        if phase is not None:
+            out.setdefault(phase, []).append(state)
+    return out
+
+
+def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
+    """Each phase's progress (in drive order), from its runs and the record log."""
+    runs = phase_runs(project_dir)
+    records = read_records(project_dir)
+    out = {}
+    for phase in roadmap.phases():
+        mine = [r for r in records if r.phase == phase.id]
+        last_retry = max((i for i, r in enumerate(mine) if r.type == "retry"), default=-1)
+        ignored = {x for r in mine[: last_retry + 1] for x in r.ignore}
+        mine = mine[last_retry + 1:]
+        states = [s for s in runs.get(phase.id, []) if s.run_id not in ignored]
+        out[phase.id] = _fold(project_dir, phase, states, mine)
+    return out
+
+
+def _fold(project_dir: Path, phase: Phase, states: list[RunState], recs: list[RoadmapRecord]) -> PhaseProgress:
+    p = PhaseProgress(phase_id=phase.id, status="pending", runs=[s.run_id for s in states],
+                      iterations=sum(sum(1 for e in s.history if e.gate != "approved") for s in states),
+                      cost_usd=round(sum(s.usage.total.cost_usd for s in states), 6),
+                      last_run=states[-1].run_id if states else None)
+    waiting = _waiting(recs)
+    if any(r.type == "skipped" for r in recs):
+        p.status = "skipped"
+    elif not states:
+        p.status = "skipped" if phase.done and not recs else "paused" if waiting else "pending"
+        p.pause = waiting.kind if waiting else None
+    else:
+        _from_run(project_dir, p, states[-1], recs, waiting)
+    return p
+
+
+def _waiting(recs: list[RoadmapRecord], run_id: str | None = None) -> RoadmapRecord | None:
+    """The last pause record not followed by its approval (for ``run_id`` when given)."""
+    pending: RoadmapRecord | None = None
+    for r in recs:
+        if r.type == "paused" and (run_id is None or r.run_id in (None, run_id)):
+            pending = r
+        elif r.type == "approved" and pending is not None and r.kind == pending.kind:
+            pending = None
+        elif r.type == "started":
+            pending = None
+    return pending
+
+
+def _from_run(project_dir: Path, p: PhaseProgress, last: RunState, recs: list[RoadmapRecord],
+              waiting: RoadmapRecord | None) -> None:
+    outcome = next((r for r in reversed(recs) if r.type == "outcome" and r.run_id == last.run_id), None)
+    p.concern = "; ".join(f"{c.stage}: {c.text}" for c in last.concerns) or None
+    if last.status == "done":
+        p.status = "done_with_concerns" if last.concerns else "done"
+        if waiting is not None and waiting.kind in ("signoff", "concerns"):
+            p.status, p.pause = "paused", waiting.kind
+        elif waiting is None and _needs_signoff(project_dir, p.phase_id, recs, last.run_id):
+            p.status, p.pause = "paused", "signoff"
+    elif last.status == "failed":
+        p.status, p.reason = "escalated", last.failure_reason
+    elif last.status == "blocked" and last.blocked is not None and last.blocked.kind == "judge":
+        p.status, p.reason = "blocked", last.blocked.reason
+    elif last.status == "abandoned":
+        if outcome is not None and outcome.status in ("blocked", "escalated"):
+            p.status, p.reason = outcome.status, outcome.reason
+    elif last.status == "running" and waiting is None:
+        p.status = "active"
+    else:  # awaiting approval or an answer, blocked for a person, or stopped at a verdict
+        p.status = "paused"
+        p.pause = waiting.kind if waiting is not None else "run"
+        p.reason = last.blocked.reason if last.blocked is not None else None
+
+
+def _needs_signoff(project_dir: Path, phase_id: str, recs: list[RoadmapRecord], run_id: str) -> bool:
+    """A risky phase's DONE waits for a person's sign-off until it is approved."""
+    if any(r.type == "approved" and r.kind == "signoff" and r.run_id == run_id for r in recs):
+        return False
+    path = contract_path(project_dir, phase_id)
+    if not path.is_file():
+        return False
+    try:
+        return load_contract(path).risk == "risky"
+    except Exception:  # an invalid contract is reported by the driver, not by a view
+        return False
+
+
+def expected_mark(p: PhaseProgress, note: str | None) -> tuple[bool, str | None]:
+    """The checkbox and note roadmap.md should show for ``p`` (``note``: the line's note now)."""
+    ours = note is not None and note.split(":", 1)[0] in ("escalated", "blocked")
+    if p.status in ("escalated", "blocked"):
+        reason = " ".join((p.reason or "see its run").split())
+        reason = reason[:117] + "…" if len(reason) > 120 else reason
+        return False, note if ours and note.startswith(p.status) else f"{p.status}: {reason}"
+    keep = None if ours else note
+    return p.finished, keep
+
+
+def repairs(project_dir: Path, roadmap: Roadmap) -> list[str]:
+    """Where roadmap.md's checkboxes (and status notes) disagree with the runs, one line each."""
+    return [text for _, _, _, text in _planned(project_dir, roadmap)]
+
+
+def repair(project_dir: Path, roadmap: Roadmap, path: Path) -> list[str]:
+    """Make roadmap.md at ``path`` agree with the runs; the repairs made, one line each."""
+    done = []
+    for phase, mark, note, text in _planned(project_dir, roadmap):
+        set_phase(path, phase.id, done=mark, note=note)
+        done.append(text)
+    return done
+
+
+def _planned(project_dir: Path, roadmap: Roadmap) -> list[tuple[Phase, bool, str | None, str]]:
+    out = []
+    states = progress(project_dir, roadmap)
+    for phase in roadmap.phases():
+        p = states[phase.id]
+        mark, note = expected_mark(p, phase.note)
+        if (mark, note) == (phase.done, phase.note):
+            continue
+        run = f"run {p.last_run}" if p.last_run else "no run"
+        box = "[x]" if mark else "[ ]"
+        why = p.status.replace("_", " ")
+        out.append((phase, mark, note, f"roadmap.md:{phase.line}: {phase.id} was {'[x]' if phase.done else '[ ]'}"
+                    f"{' — ' + phase.note if phase.note else ''}; the runs say {why} ({run}): now {box}"
+                    f"{' — ' + note if note else ''}"))
+    return out
