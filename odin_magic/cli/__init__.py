@@ -54,9 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"odin-magic {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    from odin_magic.cli import authoring, delivery, doctor, history, interview, loops, runs, verify  # they import this package
+    from odin_magic.cli import (  # they import this package
+        authoring, delivery, doctor, history, interview, loops, roadmap, runs, verify
+    )
 
-    for module in (loops, runs, history, delivery, interview, authoring, verify, doctor):  # in help order
+    for module in (loops, runs, history, delivery, roadmap, interview, authoring, verify, doctor):  # in help order
         module.register(sub)
     return parser
 

@@ -1,7 +1,7 @@
 """The commands' arguments, declared once for both front ends (``odin`` and ``%odin``).
 
 :mod:`.spec` says how (an argument as data, flagged when one front end only offers it); :mod:`.runs`,
-:mod:`.loops`, :mod:`.authoring`, :mod:`.history`, :mod:`.delivery` and :mod:`.doctor` hold the specs; :data:`SHARED` names every command
+:mod:`.loops`, :mod:`.authoring`, :mod:`.history`, :mod:`.delivery`, :mod:`.doctor` and :mod:`.roadmap` hold the specs; :data:`SHARED` names every command
 both front ends offer and its spec (``tests/project/test_command_specs.py`` checks both parsers against it).
 
 May import: ``core`` and ``loop.defaults`` (nothing heavy: the front ends load this at start-up).
@@ -9,7 +9,7 @@ May import: ``core`` and ``loop.defaults`` (nothing heavy: the front ends load t
 
 from __future__ import annotations
 
-from odin_magic.commands import authoring, delivery, doctor, history, loops, runs
+from odin_magic.commands import authoring, delivery, doctor, history, loops, roadmap, runs
 
 #: Every command both ``odin`` and ``%odin`` offer, and its arguments.
 SHARED = {
@@ -18,5 +18,5 @@ SHARED = {
     "list": loops.LIST, "validate": loops.VALIDATE, "show": loops.SHOW, "simulate": loops.SIMULATE,
     "new": authoring.NEW, "refine": authoring.REFINE, "memory": authoring.MEMORY,
     "diff": history.DIFF, "revert": history.REVERT, "fork": history.FORK,
-    "doctor": doctor.DOCTOR, "deliver": delivery.DELIVER,
+    "doctor": doctor.DOCTOR, "deliver": delivery.DELIVER, "roadmap": roadmap.ROADMAP,
 }

@@ -219,21 +219,29 @@ def parse_roadmap(text: str, source: str) -> tuple[Roadmap | None, list[Diagnost
     return roadmap, sorted(parser.diags, key=lambda d: (d.line, d.column))
 
 
+class RoadmapUnreadable(OdinError):
+    """The roadmap file cannot be read as text: ``what`` says why, at ``line``."""
+
+    def __init__(self, path: Path, what: str, hint: str, line: int | None = None):
+        super().__init__(f"{path}:{line}: {what}" if line else f"{path}: {what}", hint=hint)
+        self.what, self.line = what, line or 1
+
+
 def read_roadmap_text(path: Path) -> str:
-    """The roadmap file's text; a one-line :class:`OdinError` when it is missing, a link, binary or too big."""
+    """The roadmap file's text; :class:`RoadmapUnreadable` (one line) when it is missing, a link, binary or too big."""
     try:
         raw = read_nofollow(path, MAX_BYTES + 1)
     except FileNotFoundError:
-        raise OdinError(f"{path}: no roadmap here",
-                        hint="write one with `odin roadmap new --from spec.md`, or by hand (docs/roadmap.md)") from None
+        raise RoadmapUnreadable(path, "no roadmap here", "write one with `odin roadmap new --from spec.md`, "
+                                "or by hand (docs/roadmap.md)") from None
     except OSError as exc:
-        raise OdinError(f"{path}: cannot read it: {exc.strerror or exc}",
-                        hint="check the path and its permissions") from None
+        raise RoadmapUnreadable(path, f"cannot read it: {exc.strerror or exc}",
+                                "check the path and its permissions") from None
     try:
         return decode_text(raw)
     except YamlError as exc:
-        message = exc.message.replace("a loop file", "a roadmap")
-        raise OdinError(f"{path}:{exc.line}: {message}", hint="a roadmap is UTF-8 Markdown text") from None
+        raise RoadmapUnreadable(path, exc.message.replace("a loop file", "a roadmap"),
+                                "a roadmap is UTF-8 Markdown text", exc.line) from None
 
 
 def first_error(diags: list[Diagnostic]) -> OdinError | None:
@@ -257,6 +265,19 @@ def load_roadmap(path: Path) -> Roadmap:
     if error is not None or roadmap is None:
         raise error or OdinError(f"{path}: not a roadmap", hint=FORMAT_HINT)
     return roadmap.model_copy(update={"path": path})
+
+
+def check_roadmap_file(path: Path, source: str | None = None) -> tuple[Roadmap | None, list[Diagnostic]]:
+    """``odin roadmap validate``: the roadmap at ``path`` and every diagnostic (named ``source``, default the
+    path); a file that cannot be read is one error at its line (never a traceback)."""
+    path = Path(path)
+    source = source or str(path)
+    try:
+        text = read_roadmap_text(path)
+    except RoadmapUnreadable as exc:
+        return None, [Diagnostic("error", source, exc.line, 1, "", exc.what, exc.hint)]
+    roadmap, diags = parse_roadmap(text, source)
+    return (roadmap.model_copy(update={"path": path}) if roadmap else None), diags
 
 
 def phase_line(line: str, *, done: bool, note: str | None) -> str:

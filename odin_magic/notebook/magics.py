@@ -7,7 +7,7 @@ command's ``_cmd_*`` method. The commands are grouped one concern per module, as
 :mod:`.run_magics` (run, approve, revise, step, answer, wait, stop, abandon, the live view),
 :mod:`.status_magics` (status, report, runs, doctor), :mod:`.loop_magics` (list, validate, simulate, show,
 ``%%odin loop``), :mod:`.config_magics` (config), :mod:`.authoring_magics` (new, refine, memory) and
-:mod:`.history_magics` (diff, revert, fork), :mod:`.delivery_magics` (deliver). A bad argument or a user mistake
+:mod:`.history_magics` (diff, revert, fork), :mod:`.delivery_magics` (deliver), :mod:`.roadmap_magics` (roadmap). A bad argument or a user mistake
 (:class:`~odin_magic.core.errors.OdinError`) is one ``UsageError`` line, never a traceback. Run commands drive
 in a background thread and return at once; ``--wait`` (or ``%odin wait``) blocks until the drive pauses or ends.
 """
@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from traitlets import Bool, Float, Int, Unicode
 
 from odin_magic.core.errors import OdinError
-from odin_magic.notebook import authoring_magics, delivery_magics, history_magics
+from odin_magic.notebook import authoring_magics, delivery_magics, history_magics, roadmap_magics
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.notebook.config_magics import ConfigDisplay, ConfigMagics
 from odin_magic.notebook.loop_magics import LoopMagics, LoopSummary
@@ -169,6 +169,9 @@ class OdinMagics(RunMagics, StatusMagics, LoopMagics, ConfigMagics, Magics):
 
     def _cmd_deliver(self, args):
         return delivery_magics.cmd_deliver(self, args)
+
+    def _cmd_roadmap(self, args):
+        return roadmap_magics.cmd_roadmap(self, args)
 
     def _cmd_memory(self, args):
         return authoring_magics.cmd_memory(self, args)

@@ -49,6 +49,9 @@ LATER_DESCRIPTIONS = {
             "that point; the old run is abandoned with a pointer to the fork.",
     "deliver": "Make a branch of a done run's changes in your git repository (one commit per stage execution, "
                "or --squash) and its pull-request text pr.md; your branch, index and files are never touched.",
+    "roadmap": "Show the roadmap (.odin-loop/roadmap.md): milestones with progress bars, each phase's status, "
+               "iterations, cost and run; `roadmap validate`; `roadmap new --from SPEC` proposes one (Accept / "
+               "Discard, or `roadmap accept`).",
     "doctor": "Check the project before a run: which test command the regression gate runs and why, the "
               "other commands found, whether it can run here, the loops whose regression: overrides it.",
 }

@@ -76,3 +76,29 @@ def test_a_paused_run_and_an_invalid_loop(ip, project, line):
     (project / ".odin-loop" / "loops" / "broken.yaml").write_text(BROKEN)
     assert "awaiting_approval" in cli_text(project, "status --json")
     same_as_the_cli(ip, project, line)
+
+
+ROADMAP = """\
+# Ship the config loader
+autonomy: hitl
+
+## M1 Parse the file
+- [ ] p1.1 Parse the config file
+- [ ] p1.2 Report bad keys by line
+
+## M2 Use it
+- [ ] p2.1 Load the config at start-up — waiting on: the API schema
+"""
+
+
+@pytest.mark.parametrize("line", ["roadmap", "roadmap show", "roadmap validate", "roadmap validate broken.md"])
+def test_a_roadmap_with_a_phase_run(ip, project, line):
+    (project / ".odin-loop" / "roadmap.md").write_text(ROADMAP, encoding="utf-8")
+    (project / "broken.md").write_text("# T\nautonomy: yolo\n- [ ] p0 early\n", encoding="utf-8")
+    task = "roadmap phase p1.1: Parse the config file"
+    assert main(["run", "tiny", "--task", task, "--dry", "--approve-all", "--project", str(project)]) == 0
+    same_as_the_cli(ip, project, line)
+    if line == "roadmap":
+        shown = plain_text(ip, line)
+        assert "p1.1 Parse the config file" in shown and "report: .odin-loop/runs/" in shown
+        assert "waiting on: the API schema" in shown and "[#####-----] 1/2" in shown

@@ -1,0 +1,74 @@
+"""``odin roadmap``: show the project's roadmap, validate it, or have the model propose one (docs/roadmap.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from odin_magic.cli.common import add_command, project_dir
+from odin_magic.commands import roadmap as roadmap_args
+
+
+def register(sub) -> None:
+    p = sub.add_parser("roadmap", help="show the roadmap (.odin-loop/roadmap.md) with each phase's status, cost "
+                       "and run; validate it; propose one (new --from SPEC)",
+                       description="Show the project's roadmap: milestones with their progress, each phase with "
+                       "its status, iterations, cost and run. `odin roadmap validate [FILE]` lists every problem "
+                       "at its line; `odin roadmap new --from SPEC` (or --from-run RUN, --answers FILE) has the "
+                       "model propose one and writes it once you accept.")
+    add_command(p, roadmap_args.ROADMAP, handler=cmd_roadmap)
+
+
+def cmd_roadmap(args: argparse.Namespace) -> int:
+    roadmap_args.check_options(args, "odin")
+    project = project_dir(args)
+    return {"show": _show, "new": _new, "validate": _validate}[args.action](project, args)
+
+
+def _show(project, args) -> int:
+    from odin_magic.render.roadmap_view import roadmap_display
+
+    print(roadmap_display(project).text())
+    return 0
+
+
+def _validate(project, args) -> int:
+    from odin_magic.loop.roadmap import ROADMAP_FILE, check_roadmap_file
+    from odin_magic.render.roadmap_view import roadmap_validation_text
+
+    shown = args.file or str(project / ROADMAP_FILE)
+    path = Path(shown)
+    if args.file and not path.is_absolute() and not path.exists():
+        path = project / path  # a FILE of the project, as the notebook reads it
+    roadmap, diags = check_roadmap_file(path, shown)
+    print(roadmap_validation_text(shown, diags, roadmap))
+    return 0 if roadmap is not None else 1
+
+
+def _new(project, args) -> int:
+    from odin_magic.authoring import roadmap_new as rn
+    from odin_magic.loop.roadmap import ROADMAP_FILE
+    from odin_magic.render.roadmap_view import proposal_text
+    from odin_magic.workers.config import Settings
+
+    rn.refuse_overwrite(project, args.force)  # said before the model is asked
+    source = rn.source_of(project, spec=args.from_spec, run=args.from_run, answers=args.answers)
+    settings, factory = rn.model_for_roadmap(project, Settings.from_env())
+    text = rn.propose_roadmap(source, settings, factory)
+    print(proposal_text(text, ROADMAP_FILE))
+    if not args.yes and not _accepted():
+        print("\ndiscarded: nothing written (--yes writes it without asking)")
+        return 1
+    path = rn.write_roadmap(project, text, args.force)
+    print(f"\nwrote {path}\nshow it: odin roadmap")
+    return 0
+
+
+def _accepted() -> bool:
+    try:
+        answer = input("\nwrite it? [y/N] ")
+    except EOFError:
+        print(file=sys.stderr)
+        return False
+    return answer.strip().lower() in ("y", "yes")

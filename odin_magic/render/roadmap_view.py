@@ -1,0 +1,196 @@
+"""A roadmap shown (``odin roadmap`` / ``%odin roadmap``): milestones with their progress, each phase with its
+status, iterations, cost and run (and a link to the run's report.md); the text of ``odin roadmap validate``;
+a proposed roadmap (``odin roadmap new``). The text is the terminal's and the notebook's text/plain alike;
+the notebook's HTML draws a progress bar per milestone (docs/roadmap.md)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from odin_magic.loop.diagnostics import Diagnostic
+from odin_magic.loop.roadmap import ROADMAP_FILE, Roadmap
+from odin_magic.render.displays import _Display
+from odin_magic.render.run_report import REPORT_MD
+from odin_magic.render.text import money
+
+if TYPE_CHECKING:
+    from odin_magic.runs.roadmap_progress import PhaseProgress
+
+BAR_WIDTH = 10
+FINISHED = ("done", "done_with_concerns", "skipped")
+STATUS_COLOURS = {"done": "#1a7f37", "done_with_concerns": "#9a6700", "skipped": "#888", "active": "#0969da",
+                  "paused": "#9a6700", "escalated": "#cf222e", "blocked": "#cf222e", "pending": "#888"}
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One phase as shown: its line in roadmap.md, and what the runs say of it (when known)."""
+
+    id: str
+    title: str
+    status: str  # a PhaseProgress status, or done / pending from the checkbox alone
+    note: str | None = None
+    iterations: int | None = None
+    cost_usd: float | None = None
+    run: str | None = None
+    report: str | None = None  # the run's report.md, relative to the project, when it was written
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def status_text(self) -> str:
+        return self.status.replace("_", " ")
+
+    def facts(self) -> list[str]:
+        """Iterations, cost and run, as far as they are known."""
+        out = []
+        if self.iterations:
+            out.append(f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}")
+        if self.cost_usd:
+            out.append(money(self.cost_usd))
+        if self.run:
+            out.append(f"run {self.run}")
+        return out
+
+
+@dataclass(frozen=True)
+class MilestoneRow:
+    id: str
+    title: str
+    phases: tuple[PhaseRow, ...]
+
+    @property
+    def done(self) -> int:
+        return sum(1 for p in self.phases if p.finished)
+
+
+def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None) -> PhaseRow:
+    if progress is None:
+        return PhaseRow(phase.id, phase.title, "done" if phase.done else "pending", phase.note)
+    report = None
+    if progress.last_run and project_dir is not None:
+        rel = Path(".odin-loop") / "runs" / progress.last_run / REPORT_MD
+        report = rel.as_posix() if (project_dir / rel).is_file() else None
+    note = phase.note or progress.concern or progress.reason
+    status = progress.status
+    return PhaseRow(phase.id, phase.title, status, note, progress.iterations, progress.cost_usd,
+                    progress.last_run, report)
+
+
+def roadmap_rows(roadmap: Roadmap, progress: Mapping[str, "PhaseProgress"] | None = None,
+                 project_dir: Path | None = None) -> list[MilestoneRow]:
+    """The roadmap's milestones and phases as shown: the runs' progress when given, else the checkboxes."""
+    progress = progress or {}
+    return [MilestoneRow(m.id, m.title, tuple(_phase_row(p, progress.get(p.id), project_dir) for p in m.phases))
+            for m in roadmap.milestones]
+
+
+def text_bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
+    filled = round(width * done / total) if total else 0
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def _summary(rows: Sequence[MilestoneRow]) -> str:
+    phases = [p for m in rows for p in m.phases]
+    counts: dict[str, int] = {}
+    for p in phases:
+        counts[p.status_text()] = counts.get(p.status_text(), 0) + 1
+    told = ", ".join(f"{n} {status}" for status, n in counts.items())
+    cost = sum(p.cost_usd or 0.0 for p in phases)
+    return f"{len(phases)} phase(s): {told}" + (f"; {money(cost)} spent" if cost else "")
+
+
+class RoadmapDisplay(_Display):
+    """``odin roadmap``: text in a terminal (and as the notebook's text/plain), progress bars in HTML."""
+
+    def __init__(self, roadmap: Roadmap, rows: Sequence[MilestoneRow], where: str = ROADMAP_FILE,
+                 repairs: Sequence[str] = ()):
+        self.roadmap = roadmap
+        self.rows = list(rows)
+        self.where = where
+        self.repairs = list(repairs)
+
+    def _head(self) -> str:
+        return f"roadmap: {self.roadmap.title}   (autonomy: {self.roadmap.autonomy}; {self.where})"
+
+    def text(self) -> str:
+        lines = [self._head()]
+        width = max((len(p.id) + 1 + len(p.title) for m in self.rows for p in m.phases), default=0)
+        status_width = max((len(p.status_text()) for m in self.rows for p in m.phases), default=0)
+        for m in self.rows:
+            lines.append(f"{m.id} {m.title}  {text_bar(m.done, len(m.phases))} {m.done}/{len(m.phases)}")
+            for p in m.phases:
+                name = f"{p.id} {p.title}".ljust(width)
+                facts = "  ".join(p.facts())
+                lines.append(f"  [{'x' if p.finished else ' '}] {name}  {p.status_text().ljust(status_width)}"
+                             f"  {facts}".rstrip())
+                if p.note:
+                    lines.append(f"      — {p.note}")
+                if p.report:
+                    lines.append(f"      report: {p.report}")
+        lines.append(_summary(self.rows))
+        lines += [f"the runs disagree: {r}" for r in self.repairs]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        parts = [f"<div class='odin-roadmap'><b>{_e(self.roadmap.title)}</b> "
+                 f"<span class='odin-muted'>autonomy: {_e(self.roadmap.autonomy)} · {_e(self.where)}</span>"]
+        for m in self.rows:
+            total = len(m.phases)
+            parts.append(f"<div style='margin-top:6px'><b>{_e(m.id)}</b> {_e(m.title)} "
+                         f"<progress value='{m.done}' max='{max(total, 1)}' title='{m.done}/{total} phases'>"
+                         f"</progress> {m.done}/{total}</div>")
+            parts.append("<table class='odin-t'><tr><th>phase</th><th>status</th><th>iterations</th>"
+                         "<th>cost</th><th>run</th></tr>")
+            parts += [_phase_html(p) for p in m.phases]
+            parts.append("</table>")
+        parts.append(f"<p class='odin-muted'>{_e(_summary(self.rows))}</p>")
+        parts += [f"<p style='color:#9a6700'>the runs disagree: {_e(r)}</p>" for r in self.repairs]
+        return "".join(parts) + "</div>"
+
+
+def _phase_html(p: PhaseRow) -> str:
+    colour = STATUS_COLOURS.get(p.status, "inherit")
+    note = f"<br><span class='odin-muted'>— {_e(p.note)}</span>" if p.note else ""
+    run = _e(p.run or "")
+    if p.report:
+        run = f"<a href='{html.escape(p.report, quote=True)}' target='_blank'>{run or 'report'}</a>"
+    cost = money(p.cost_usd) if p.cost_usd else ""
+    return (f"<tr class='odin-phase'><td><b>{_e(p.id)}</b> {_e(p.title)}{note}</td>"
+            f"<td style='color:{colour}'>{_e(p.status_text())}</td><td>{_e(p.iterations or '')}</td>"
+            f"<td>{cost}</td><td>{run}</td></tr>")
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def roadmap_validation_text(source: str, diags: Sequence[Diagnostic], roadmap: Roadmap | None) -> str:
+    """``odin roadmap validate``: every diagnostic at its line, then a one-line verdict."""
+    errors = [d for d in diags if d.severity == "error"]
+    lines = [str(d) for d in errors] + [str(d) for d in diags if d.severity != "error"]
+    verdict = "ok" if not errors else "INVALID"
+    what = f"roadmap '{roadmap.title}', {len(roadmap.phases())} phase(s)" if roadmap else "roadmap"
+    lines.append(f"{source}: {what} {verdict} ({len(errors)} error(s), {len(diags) - len(errors)} warning(s))")
+    return "\n".join(lines)
+
+
+def proposal_text(text: str, target: str) -> str:
+    """A proposed roadmap, before it is accepted: its text and where it would go."""
+    return f"proposed roadmap (not written yet; accepted, it goes to {target}):\n\n{text.rstrip()}"
+
+
+def roadmap_display(project_dir: Path) -> RoadmapDisplay:
+    """``odin roadmap``: the project's roadmap with each phase's progress from its runs (which win over the
+    checkboxes: where they disagree, the display says so)."""
+    from odin_magic.loop.roadmap import load_roadmap
+    from odin_magic.runs.roadmap_progress import progress, repairs
+
+    project_dir = Path(project_dir)
+    roadmap = load_roadmap(project_dir / ROADMAP_FILE)
+    return RoadmapDisplay(roadmap, roadmap_rows(roadmap, progress(project_dir, roadmap), project_dir),
+                          repairs=repairs(project_dir, roadmap))
