@@ -3,6 +3,10 @@ real checkpoints, real gate commands; each judge status decides the phase as see
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
 
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
@@ -160,3 +164,40 @@ def test_a_hand_edit_that_disagrees_with_the_runs_is_repaired_and_shown(project)
     out = _drive(engine, unattended=True)
     assert any(line.startswith("repaired roadmap.md:7: p1 was [ ]") and "now [x]" in line for line in out.lines)
     assert _marks(project)[0] == ("p1", True, None) and len(engine.runs()) == runs  # not redone
+
+
+def _odin(project, *args):
+    return [sys.executable, "-m", "odin_magic", "roadmap", "run", *args, "--project", str(project)]
+
+
+def test_sigkill_mid_phase_then_roadmap_run_finishes_that_phase_without_redoing_finished_ones(project, tmp_path):
+    """The driver is killed with SIGKILL once p2's run has begun (waiting on its output, never on a clock);
+    a plain `odin roadmap run` then continues p2's run where its log stands; p1 is not run again."""
+    _project(project)
+    script = tmp_path / "roadmap.script.yaml"
+    script.write_text(textwrap.dedent(SCRIPT))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(ODIN_SCRIPT=str(script), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(_odin(project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if any("phase p2" in s and "starting a run" in s for s in seen[:-1]):
+            break  # the first line after p2's start: its run exists and drives
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert any("phase p1 done" in s for s in seen), seen
+    roadmap = load_roadmap(project / ROADMAP_FILE)
+    before = progress(project, roadmap)
+    assert before["p1"].status == "done" and len(before["p2"].runs) == 1 and before["p2"].status == "active"
+    resumed = subprocess.run(_odin(project), capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"resuming phase p2: run {before['p2'].last_run}" in resumed.stdout
+    after = progress(project, load_roadmap(project / ROADMAP_FILE))
+    assert after["p1"].runs == before["p1"].runs and after["p2"].runs == before["p2"].runs  # nothing redone
+    assert after["p2"].status == "done_with_concerns" and after["p3"].status == "paused"
+    assert _marks(project)[:2] == [("p1", True, None), ("p2", True, None)]
+    assert (project / "app.py").read_text() == FAREWELL
+    # --unattended stops at the user-facing phase with exit 3
+    unattended = subprocess.run(_odin(project, "--unattended"), capture_output=True, text=True, env=env, timeout=600)
+    assert unattended.returncode == 3 and "needs a person" in unattended.stdout
