@@ -16,5 +16,8 @@ def cmd_roadmap_run(magics, args):
 
     runner = magics.runner()
     runner.drive.refuse_if_busy()
-    outcome = RoadmapDriver(runner.engine, options=run_options(args)).run()
+    runner._ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
+    options = run_options(args)
+    options.settings = magics.settings()  # a contract proposal asks the same model
+    outcome = RoadmapDriver(runner.engine, options=options).run()
     return TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report))
