@@ -97,6 +97,7 @@ class RoadmapDriver:
         self.engine.unattended = self.options.unattended
         roadmap = load_roadmap(self.path)
         self._person_options(roadmap)
+        self._check_contracts(roadmap)
         for line in repair(self.project, roadmap, self.path):
             self.tell(f"repaired {line}")
         while True:
@@ -109,6 +110,13 @@ class RoadmapDriver:
             ended = self._phase(roadmap, phase, states[phase.id])
             if ended is not None:
                 return self._end(ended, roadmap)
+
+    def _check_contracts(self, roadmap: Roadmap) -> None:
+        """Every contract of a phase still to run validates (located, by name), before any run starts."""
+        states = progress(self.project, roadmap)
+        for phase in roadmap.phases():
+            if not states[phase.id].finished:
+                existing_contract(self.project, phase)
 
     def _person_options(self, roadmap: Roadmap) -> None:
         """--retry PHASE and --skip PHASE: a person's decisions, recorded before anything runs."""

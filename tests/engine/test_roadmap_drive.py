@@ -9,6 +9,9 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+from odin_magic.core.errors import OdinError
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
 from odin_magic.loop.catalog import builtin_loops_dir
@@ -201,3 +204,13 @@ def test_sigkill_mid_phase_then_roadmap_run_finishes_that_phase_without_redoing_
     # --unattended stops at the user-facing phase with exit 3
     unattended = subprocess.run(_odin(project, "--unattended"), capture_output=True, text=True, env=env, timeout=600)
     assert unattended.returncode == 3 and "needs a person" in unattended.stdout
+
+
+def test_a_bad_contract_of_a_later_phase_stops_before_any_run(project):
+    _project(project)
+    (project / ".odin-loop" / "contracts" / "p3.yaml").write_text("risk: tiny-fix\nscope: [app.py]\nloop: nope\n")
+    engine, _ = scripted_engine(project, SCRIPT)
+    with pytest.raises(OdinError) as info:
+        _drive(engine)
+    assert "p3.yaml:3:7" in info.value.message and "'nope'" in info.value.message
+    assert engine.runs() == []
