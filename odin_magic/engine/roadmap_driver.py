@@ -193,7 +193,7 @@ class RoadmapDriver:
         for note in notes:
             self.tell(f"phase {phase.id}: {note}")
         self.tell(f"phase {phase.id} ({phase.title}): starting a run of {applied.name} "
-                  f"(risk {contract.risk}, impact {contract.impact}, at most {contract.max_iterations} iteration(s)"
+                  f"(risk {contract.risk}, impact {contract.impact}, max_iterations {contract.max_iterations}"
                   + (f", ${contract.max_usd:g}" if contract.max_usd else "") + ")")
         with self._listening(roadmap, contract, phase):
             return self.engine.start(applied.name, phase_task(phase), dry=self.options.dry, loop=applied)
@@ -351,7 +351,7 @@ def _contract_text(contract: Contract | None) -> str:
     if contract is None:
         return "  (no contract)"
     lines = [f"  risk {contract.risk}, impact {contract.impact}, loop {contract.loop_name}, "
-             f"at most {contract.max_iterations} iteration(s)" + (f", ${contract.max_usd:g}" if contract.max_usd else "")
+             f"max_iterations {contract.max_iterations}" + (f", ${contract.max_usd:g}" if contract.max_usd else "")
              + (", mutation sensor on" if contract.sensor_on else ""),
              f"  scope: {', '.join(contract.scope)}",
              f"  gate: {contract.gate.kind}" + "".join(f"; `{c.cmd}`" for c in contract.gate.run)]
