@@ -1,5 +1,5 @@
 """Writing a new loop: ``odin new``'s questions, answers and the loop YAML they make
-(``new_loop``).
+(``new_loop``); a roadmap proposed by the model for ``odin roadmap new`` (``roadmap_new``).
 
 May import: ``core``, ``loop``, ``runs``, ``workers``.
 

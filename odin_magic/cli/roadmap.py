@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from odin_magic.cli.common import add_command, project_dir
 from odin_magic.commands import roadmap as roadmap_args
@@ -36,16 +35,11 @@ def _show(project, args) -> int:
 
 
 def _validate(project, args) -> int:
-    from odin_magic.loop.roadmap import ROADMAP_FILE, check_roadmap_file
-    from odin_magic.render.roadmap_view import roadmap_validation_text
+    from odin_magic.render.roadmap_view import validate_roadmap
 
-    shown = args.file or str(project / ROADMAP_FILE)
-    path = Path(shown)
-    if args.file and not path.is_absolute() and not path.exists():
-        path = project / path  # a FILE of the project, as the notebook reads it
-    roadmap, diags = check_roadmap_file(path, shown)
-    print(roadmap_validation_text(shown, diags, roadmap))
-    return 0 if roadmap is not None else 1
+    text, ok = validate_roadmap(project, args.file)
+    print(text)
+    return 0 if ok else 1
 
 
 def _new(project, args) -> int:

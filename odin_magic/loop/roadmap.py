@@ -205,7 +205,7 @@ class _Parser:
 def parse_roadmap(text: str, source: str) -> tuple[Roadmap | None, list[Diagnostic]]:
     """The roadmap in ``text`` (None when it has an error) and every diagnostic, located by line."""
     parser = _Parser(source)
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")  # a UTF-8 byte-order mark is no part of the title
     fenced = False
     for n, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
@@ -227,16 +227,22 @@ class RoadmapUnreadable(OdinError):
         self.what, self.line = what, line or 1
 
 
-def read_roadmap_text(path: Path) -> str:
-    """The roadmap file's text; :class:`RoadmapUnreadable` (one line) when it is missing, a link, binary or too big."""
+def read_roadmap_bytes(path: Path) -> bytes:
+    """The roadmap file's bytes; :class:`RoadmapUnreadable` (one line) when it is missing, a link or no file."""
     try:
-        raw = read_nofollow(path, MAX_BYTES + 1)
+        return read_nofollow(path, MAX_BYTES + 1)
     except FileNotFoundError:
         raise RoadmapUnreadable(path, "no roadmap here", "write one with `odin roadmap new --from spec.md`, "
                                 "or by hand (docs/roadmap.md)") from None
     except OSError as exc:
         raise RoadmapUnreadable(path, f"cannot read it: {exc.strerror or exc}",
                                 "check the path and its permissions") from None
+
+
+def read_roadmap_text(path: Path, raw: bytes | None = None) -> str:
+    """The roadmap file's text (of ``raw`` when given); :class:`RoadmapUnreadable` (one line) when it is missing,
+    a link, binary or too big."""
+    raw = read_roadmap_bytes(path) if raw is None else raw
     try:
         return decode_text(raw)
     except YamlError as exc:
@@ -257,10 +263,11 @@ def first_error(diags: list[Diagnostic]) -> OdinError | None:
     return OdinError(f"{d.file}:{d.line}: {d.field}: {d.message}{more}", hint=hint)
 
 
-def load_roadmap(path: Path) -> Roadmap:
-    """The roadmap at ``path``; :class:`OdinError` ``FILE:LINE: field: message`` (+ hint) when it is invalid."""
+def load_roadmap(path: Path, raw: bytes | None = None) -> Roadmap:
+    """The roadmap at ``path`` (its bytes ``raw`` when read already); :class:`OdinError`
+    ``FILE:LINE: field: message`` (+ hint) when it is invalid."""
     path = Path(path)
-    roadmap, diags = parse_roadmap(read_roadmap_text(path), str(path))
+    roadmap, diags = parse_roadmap(read_roadmap_text(path, raw), str(path))
     error = first_error(diags)
     if error is not None or roadmap is None:
         raise error or OdinError(f"{path}: not a roadmap", hint=FORMAT_HINT)
@@ -301,8 +308,8 @@ def set_phase(path: Path, phase_id: str, *, done: bool, note: str | None) -> Non
         note = note.strip()
         if "\n" in note or "\r" in note:
             raise OdinError(f"a phase note is one line, not {note!r}", hint="shorten the note to one line")
-    phase = load_roadmap(path).phase(phase_id)
-    raw = read_nofollow(path)
+    raw = read_roadmap_bytes(path)
+    phase = load_roadmap(path, raw).phase(phase_id)  # the lines of the bytes edited: one read
     lines = raw.split(b"\n")
     old = lines[phase.line - 1]
     ending = b"\r" if old.endswith(b"\r") else b""

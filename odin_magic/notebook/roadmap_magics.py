@@ -23,19 +23,21 @@ def cmd_roadmap(magics, args):
 
 
 def _show(magics, args):
+    import os
+
+    from odin_magic.notebook.project import notebook_dir
     from odin_magic.render.roadmap_view import roadmap_display
 
-    return roadmap_display(magics.project_dir)
+    shown = roadmap_display(magics.project_dir)
+    base = os.path.relpath(magics.project_dir, notebook_dir(magics.shell))
+    shown.href_base = "" if base == "." else base.replace(os.sep, "/")  # a report's link from the notebook
+    return shown
 
 
 def _validate(magics, args):
-    from odin_magic.loop.roadmap import ROADMAP_FILE, check_roadmap_file
-    from odin_magic.render.roadmap_view import roadmap_validation_text
-    from odin_magic.notebook.project import abs_path
+    from odin_magic.render.roadmap_view import validate_roadmap
 
-    shown = args.file or str(magics.project_dir / ROADMAP_FILE)
-    roadmap, diags = check_roadmap_file(abs_path(shown, magics.project_dir), shown)
-    return TextBlockDisplay(roadmap_validation_text(shown, diags, roadmap))
+    return TextBlockDisplay(validate_roadmap(magics.project_dir, args.file)[0])
 
 
 def _new(magics, args):
@@ -52,7 +54,20 @@ def _new(magics, args):
     shown = proposal_text(text, ROADMAP_FILE)
     if not magics.use_widgets():
         return TextBlockDisplay(f"{shown}\n\naccept it: %odin roadmap accept   (or: %odin roadmap discard)")
-    return proposal_panel(shown, lambda: _accepted(project, args.force), lambda: _discarded(project))
+    return proposal_panel(_proposal_html(text, shown), lambda: _accepted(project, args.force),
+                          lambda: _discarded(project))
+
+
+def _proposal_html(text: str, shown: str) -> str:
+    """The proposal as the roadmap view draws it, its Markdown below (folded)."""
+    from odin_magic.loop.roadmap import parse_roadmap
+    from odin_magic.render.roadmap_view import RoadmapDisplay, roadmap_rows
+
+    roadmap, _ = parse_roadmap(text, "the proposal")  # it parses: roadmap_markdown checked it
+    head = html.escape(shown.split("\n", 1)[0])
+    view = RoadmapDisplay(roadmap, roadmap_rows(roadmap), where="proposed")._repr_html_() if roadmap else ""
+    return (f"<p><b>{head}</b></p>{view}<details><summary>roadmap.md</summary>"
+            f"<pre>{html.escape(text)}</pre></details>")
 
 
 def _accepted(project, force: bool) -> str:
@@ -76,11 +91,12 @@ def _discard(magics, args):
     return MessageDisplay(_discarded(magics.project_dir))
 
 
-def proposal_panel(shown: str, accept, discard):
-    """The proposed roadmap with Accept and Discard; each returns the message shown under the buttons."""
+def proposal_panel(page: str, accept, discard):
+    """The proposed roadmap (``page``: HTML) with Accept and Discard; each returns the message shown under the
+    buttons."""
     import ipywidgets as w
 
-    text = w.HTML(f"<pre>{html.escape(shown)}</pre>")
+    text = w.HTML(page)
     accept_button = w.Button(description="Accept", button_style="success", tooltip="write it as the roadmap")
     discard_button = w.Button(description="Discard", button_style="danger", tooltip="drop the proposal")
     status = w.HTML("")

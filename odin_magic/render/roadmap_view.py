@@ -6,6 +6,7 @@ the notebook's HTML draws a progress bar per milestone (docs/roadmap.md)."""
 from __future__ import annotations
 
 import html
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -14,7 +15,7 @@ from odin_magic.loop.diagnostics import Diagnostic
 from odin_magic.loop.roadmap import ROADMAP_FILE, Roadmap
 from odin_magic.render.displays import _Display
 from odin_magic.render.run_report import REPORT_MD
-from odin_magic.render.text import money
+from odin_magic.render.text import cost_text
 
 if TYPE_CHECKING:
     from odin_magic.runs.roadmap_progress import PhaseProgress
@@ -35,12 +36,16 @@ class PhaseRow:
     note: str | None = None
     iterations: int | None = None
     cost_usd: float | None = None
+    offline_usd: float = 0.0  # the part of cost_usd the offline scripted model answered: an estimate, never spent
     run: str | None = None
     report: str | None = None  # the run's report.md, relative to the project, when it was written
 
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
+
+    def cost(self) -> str:
+        return _cost(self.cost_usd or 0.0, self.offline_usd)
 
     def status_text(self) -> str:
         return self.status.replace("_", " ")
@@ -51,7 +56,7 @@ class PhaseRow:
         if self.iterations:
             out.append(f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}")
         if self.cost_usd:
-            out.append(money(self.cost_usd))
+            out.append(self.cost())
         if self.run:
             out.append(f"run {self.run}")
         return out
@@ -68,7 +73,13 @@ class MilestoneRow:
         return sum(1 for p in self.phases if p.finished)
 
 
-def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None) -> PhaseRow:
+def _cost(cost_usd: float, offline_usd: float) -> str:
+    from odin_magic.runs.state import Usage
+
+    return cost_text(Usage(cost_usd=cost_usd, offline_usd=min(offline_usd, cost_usd)), short=True)
+
+
+def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None, offline: float = 0.0) -> PhaseRow:
     if progress is None:
         return PhaseRow(phase.id, phase.title, "done" if phase.done else "pending", phase.note)
     report = None
@@ -77,7 +88,7 @@ def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None
         report = rel.as_posix() if (project_dir / rel).is_file() else None
     note = phase.note or progress.concern or progress.reason
     status = progress.status
-    return PhaseRow(phase.id, phase.title, status, note, progress.iterations, progress.cost_usd,
+    return PhaseRow(phase.id, phase.title, status, note, progress.iterations, progress.cost_usd, offline,
                     progress.last_run, report)
 
 
@@ -85,8 +96,27 @@ def roadmap_rows(roadmap: Roadmap, progress: Mapping[str, "PhaseProgress"] | Non
                  project_dir: Path | None = None) -> list[MilestoneRow]:
     """The roadmap's milestones and phases as shown: the runs' progress when given, else the checkboxes."""
     progress = progress or {}
-    return [MilestoneRow(m.id, m.title, tuple(_phase_row(p, progress.get(p.id), project_dir) for p in m.phases))
+    offline = _offline_usd(project_dir, progress) if project_dir is not None else {}
+    return [MilestoneRow(m.id, m.title, tuple(_phase_row(p, progress.get(p.id), project_dir, offline.get(p.id, 0.0))
+                                              for p in m.phases))
             for m in roadmap.milestones]
+
+
+def _offline_usd(project_dir: Path, progress: Mapping[str, "PhaseProgress"]) -> dict[str, float]:
+    """Each phase's estimate for what the offline scripted model answered (never spent: shown as such)."""
+    from odin_magic.core.errors import OdinError
+    from odin_magic.runs.store import RunStore
+
+    store, out = RunStore(project_dir), {}
+    for phase_id, p in progress.items():
+        if not p.cost_usd:
+            continue
+        for run_id in p.runs:
+            try:
+                out[phase_id] = out.get(phase_id, 0.0) + store.load(run_id).state.usage.total.offline_usd
+            except (OdinError, OSError):  # a corrupt or vanished run: told by `odin runs`, not here
+                continue
+    return out
 
 
 def text_bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
@@ -101,7 +131,8 @@ def _summary(rows: Sequence[MilestoneRow]) -> str:
         counts[p.status_text()] = counts.get(p.status_text(), 0) + 1
     told = ", ".join(f"{n} {status}" for status, n in counts.items())
     cost = sum(p.cost_usd or 0.0 for p in phases)
-    return f"{len(phases)} phase(s): {told}" + (f"; {money(cost)} spent" if cost else "")
+    offline = sum(p.offline_usd for p in phases)
+    return f"{len(phases)} phase(s): {told}" + (f"; cost {_cost(cost, offline)}" if cost else "")
 
 
 class RoadmapDisplay(_Display):
@@ -113,6 +144,7 @@ class RoadmapDisplay(_Display):
         self.rows = list(rows)
         self.where = where
         self.repairs = list(repairs)
+        self.href_base = ""  # the project as the notebook's links reach it (relative to the notebook's folder)
 
     def _head(self) -> str:
         return f"roadmap: {self.roadmap.title}   (autonomy: {self.roadmap.autonomy}; {self.where})"
@@ -146,20 +178,21 @@ class RoadmapDisplay(_Display):
                          f"</progress> {m.done}/{total}</div>")
             parts.append("<table class='odin-t'><tr><th>phase</th><th>status</th><th>iterations</th>"
                          "<th>cost</th><th>run</th></tr>")
-            parts += [_phase_html(p) for p in m.phases]
+            parts += [_phase_html(p, self.href_base) for p in m.phases]
             parts.append("</table>")
         parts.append(f"<p class='odin-muted'>{_e(_summary(self.rows))}</p>")
         parts += [f"<p style='color:#9a6700'>the runs disagree: {_e(r)}</p>" for r in self.repairs]
         return "".join(parts) + "</div>"
 
 
-def _phase_html(p: PhaseRow) -> str:
+def _phase_html(p: PhaseRow, href_base: str = "") -> str:
     colour = STATUS_COLOURS.get(p.status, "inherit")
     note = f"<br><span class='odin-muted'>— {_e(p.note)}</span>" if p.note else ""
     run = _e(p.run or "")
     if p.report:
-        run = f"<a href='{html.escape(p.report, quote=True)}' target='_blank'>{run or 'report'}</a>"
-    cost = money(p.cost_usd) if p.cost_usd else ""
+        href = posixpath.join(href_base, p.report) if href_base else p.report
+        run = f"<a href='{html.escape(href, quote=True)}' target='_blank'>{run or 'report'}</a>"
+    cost = _e(p.cost()) if p.cost_usd else ""
     return (f"<tr class='odin-phase'><td><b>{_e(p.id)}</b> {_e(p.title)}{note}</td>"
             f"<td style='color:{colour}'>{_e(p.status_text())}</td><td>{_e(p.iterations or '')}</td>"
             f"<td>{cost}</td><td>{run}</td></tr>")
@@ -194,3 +227,27 @@ def roadmap_display(project_dir: Path) -> RoadmapDisplay:
     roadmap = load_roadmap(project_dir / ROADMAP_FILE)
     return RoadmapDisplay(roadmap, roadmap_rows(roadmap, progress(project_dir, roadmap), project_dir),
                           repairs=repairs(project_dir, roadmap))
+
+
+def validate_roadmap(project_dir: Path, file: str | None = None) -> tuple[str, bool]:
+    """``odin roadmap validate [FILE]``: its text and whether it passed. The project's own roadmap (no FILE) is
+    checked with the contracts its phases have (``.odin-loop/contracts/<phase>.yaml``, against the loop
+    catalog); a relative FILE is the project's when it is not the working directory's."""
+    from odin_magic.loop.contract import CONTRACTS_DIR, validate_contract_file
+    from odin_magic.loop.roadmap import check_roadmap_file
+
+    project_dir = Path(project_dir)
+    shown = file or str(project_dir / ROADMAP_FILE)
+    path = Path(shown).expanduser()
+    if file and not path.is_absolute() and not path.exists():
+        path = project_dir / path
+    roadmap, diags = check_roadmap_file(path, shown)
+    lines = [roadmap_validation_text(shown, diags, roadmap)]
+    ok = roadmap is not None
+    for phase in roadmap.phases() if roadmap is not None and not file else ():
+        contract = project_dir / CONTRACTS_DIR / f"{phase.id}.yaml"
+        if contract.is_file():
+            report = validate_contract_file(contract, project_dir)
+            lines.append(report.format())
+            ok = ok and report.ok
+    return "\n".join(lines), ok

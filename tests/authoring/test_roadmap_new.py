@@ -96,3 +96,22 @@ def test_bad_sources_are_one_line_each(project):
     no_model = odin(project, "roadmap", "new", "--from", "spec.md", "--yes")
     assert no_model.returncode == 1 and "none is configured" in no_model.stderr
     assert not (project / ROADMAP_FILE).exists()
+
+
+def test_from_run_takes_a_done_runs_spec_and_refuses_a_run_that_did_not_finish(project):
+    from odin_magic.cli import main
+    from odin_magic.runs.store import RunStore
+    from support.nbtools import write_tiny_loop
+
+    write_tiny_loop(project)
+    assert main(["run", "tiny", "--task", "notes", "--dry", "--approve-all", "--project", str(project)]) == 0
+    (done,) = RunStore(project).run_ids()
+    with pytest.raises(rn.UsageError, match="has no spec.md"):
+        rn.source_of(project, spec=None, run=done, answers=None)
+    (RunStore(project).run_dir(done) / "spec.md").write_text("# Spec of the run\nNotes, reviewed.\n")
+    source = rn.source_of(project, spec=None, run=done, answers=None)
+    assert source.label == f"spec of run {done}" and "Notes, reviewed." in source.text
+    assert main(["run", "tiny", "--task", "more", "--dry", "--project", str(project)]) == 0  # pauses at review
+    paused = [r for r in RunStore(project).run_ids() if r != done][0]
+    with pytest.raises(rn.UsageError, match="awaiting_approval: a roadmap is proposed from a finished run"):
+        rn.source_of(project, spec=None, run=paused, answers=None)

@@ -190,3 +190,15 @@ def test_set_phase_refuses_an_unknown_phase_a_two_line_note_and_a_planted_link(t
     with pytest.raises(LinkInPath):
         set_phase(path, "p1.1", done=False, note=None)
     assert (elsewhere / "roadmap.md").read_text(encoding="utf-8") == GOOD
+
+
+def test_set_phase_keeps_a_bom_prose_and_a_missing_last_newline(tmp_path):
+    text = "\ufeff# T\n\nprose   \n## M1 One\n- [ ] p1 Do it   \n```\n- [ ] p1 in a fence\n```\n- [ ] p2 Last"
+    path = write(tmp_path, text)
+    set_phase(path, "p2", done=True, note="done: in one iteration")
+    set_phase(path, "p1", done=False, note="blocked: no schema")
+    assert path.read_bytes().decode("utf-8") == text.replace(
+        "- [ ] p1 Do it   ", "- [ ] p1 Do it — blocked: no schema").replace(
+        "- [ ] p2 Last", "- [x] p2 Last — done: in one iteration")
+    set_phase(path, "p1", done=False, note=None)
+    assert "- [ ] p1 Do it\n" in path.read_text(encoding="utf-8")

@@ -49,7 +49,8 @@ def test_the_panel_writes_on_accept_and_nothing_on_discard(ip, magics, tmp_path)
     assert "discarded" in panel.status.value and panel.accept_button.disabled
     assert not (tmp_path / PROPOSAL_FILE).exists() and not (tmp_path / ROADMAP_FILE).exists()
     panel = ip.run_line_magic("odin", "roadmap new --from spec.md")
-    assert "- [ ] p1.1 Parse the config file" in panel.children[0].value
+    assert "- [ ] p1.1 Parse the config file" in panel.children[0].value  # the Markdown, folded
+    assert "<progress value='0' max='1'" in panel.children[0].value  # drawn as the roadmap view draws it
     panel.accept_button.click()
     assert "wrote" in panel.status.value
     assert load_roadmap(tmp_path / ROADMAP_FILE).title == "Config loader"

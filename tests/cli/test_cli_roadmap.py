@@ -1,0 +1,58 @@
+"""`odin roadmap` and `odin roadmap validate` (issue 22 item 1): located errors, exit codes, one line each."""
+
+from __future__ import annotations
+
+from odin_magic.cli import main
+from odin_magic.loop.roadmap import ROADMAP_FILE
+
+ROADMAP = "# T\n## M1 One\n- [ ] p1.1 Do it\n- [ ] p1.2 Then this\n"
+BAD_CONTRACT = "risk: tiny-fix\nimpact: internal\nscope: [src/x.py]\nmax_iterations: 0\nloop: no-such-loop\n"
+
+
+def odin(project, *argv, capsys):
+    code = main([*argv, "--project", str(project)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_without_a_roadmap_it_says_how_to_make_one(project, capsys):
+    code, out, err = odin(project, "roadmap", capsys=capsys)
+    assert code == 1 and out == ""
+    assert err.splitlines()[0].endswith(f"{ROADMAP_FILE}: no roadmap here")
+    assert "odin roadmap new --from spec.md" in err and "Traceback" not in err
+
+
+def test_validate_checks_the_roadmap_and_the_contracts_its_phases_have(project, capsys):
+    (project / ".odin-loop" / "contracts").mkdir(parents=True)
+    (project / ROADMAP_FILE).write_text(ROADMAP, encoding="utf-8")
+    code, out, _ = odin(project, "roadmap", "validate", capsys=capsys)
+    assert code == 0 and "roadmap 'T', 2 phase(s) ok (0 error(s), 0 warning(s))" in out
+    (project / ".odin-loop" / "contracts" / "p1.2.yaml").write_text(BAD_CONTRACT, encoding="utf-8")
+    code, out, _ = odin(project, "roadmap", "validate", capsys=capsys)
+    assert code == 1
+    assert "p1.2.yaml:4:" in out and "max_iterations" in out
+    assert "p1.2.yaml: contract INVALID" in out
+
+
+def test_validate_locates_every_error_of_a_roadmap(project, capsys):
+    (project / "other.md").write_text("# T\nautonomy: sometimes\n## M1 x\n- [ ] a/b c\n- [ ] p d\n- [ ] p e\n")
+    code, out, _ = odin(project, "roadmap", "validate", "other.md", capsys=capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        "other.md:2:11: error: autonomy: unknown autonomy mode 'sometimes' -- fix: write 'autonomy: hitl' or "
+        "'autonomy: autonomous'",
+        "other.md:4:7: error: phase id: 'a/b' is not a plain name -- fix: an id is letters, digits, '.', '_' or "
+        "'-', starting with a letter or digit (e.g. p1.2)",
+        "other.md:6:7: error: phase id: id 'p' is already used by the phase on line 5 -- fix: give every "
+        "milestone and phase its own id",
+        "other.md: roadmap INVALID (3 error(s), 0 warning(s))",
+    ]
+
+
+def test_an_invalid_roadmap_stops_show_with_one_located_line(project, capsys):
+    (project / ".odin-loop").mkdir()
+    (project / ROADMAP_FILE).write_text("# T\n- [ ] p0 early\n## M1 x\n- [ ] p1 y\n", encoding="utf-8")
+    code, _, err = odin(project, "roadmap", capsys=capsys)
+    assert code == 1 and err.splitlines()[0].endswith("roadmap.md:2: phase p0: a phase before any milestone")
+    code, _, err = odin(project, "roadmap", "show", "--yes", capsys=capsys)
+    assert code == 2 and "--yes is for `odin roadmap new`" in err
