@@ -22,7 +22,9 @@ def register(sub) -> None:
 def cmd_roadmap(args: argparse.Namespace) -> int:
     roadmap_args.check_options(args, "odin")
     project = project_dir(args)
-    return {"show": _show, "new": _new, "validate": _validate}[args.action](project, args)
+    from odin_magic.cli.roadmap_run import cmd_roadmap_run
+
+    return {"show": _show, "new": _new, "validate": _validate, "run": cmd_roadmap_run}[args.action](project, args)
 
 
 def _show(project, args) -> int:

@@ -7,32 +7,34 @@ from __future__ import annotations
 
 import argparse
 
+from odin_magic.commands.roadmap_run import RUN, RUN_OPTIONS
 from odin_magic.commands.spec import MAGIC, ODIN, arg
 from odin_magic.core.errors import UsageError
 
 #: The actions both front ends have; the first is the default.
-ACTIONS = ("show", "new", "validate")
+ACTIONS = ("show", "new", "validate", "run")
 NOTEBOOK_ACTIONS = (*ACTIONS, "accept", "discard")
 
 ROADMAP = (
     arg("action", only=ODIN, nargs="?", default="show", choices=ACTIONS, metavar="ACTION",
         help="show (the default): milestones and phases with status, cost and run; new: propose one; "
-             "validate: check the file"),
+             "validate: check the file; run: drive it phase by phase"),
     arg("action", only=MAGIC, nargs="?", default="show", choices=NOTEBOOK_ACTIONS, metavar="ACTION",
         help="show (the default): milestones and phases with status, cost and run; new: propose one; "
-             "validate: check the file; accept / discard: the proposal waiting"),
+             "validate: check the file; run: drive it phase by phase; accept / discard: the proposal waiting"),
     arg("file", nargs="?", metavar="FILE", help="validate: the roadmap file to check (default: .odin-loop/roadmap.md)"),
     arg("--from", dest="from_spec", metavar="SPEC", help="new: propose the roadmap from this spec (e.g. spec.md)"),
     arg("--from-run", dest="from_run", metavar="RUN", help="new: propose it from a finished run's spec.md"),
     arg("--answers", metavar="FILE", help="new: propose it from a file of answers (what to build, its parts)"),
     arg("--force", action="store_true", help="new / accept: replace an existing roadmap"),
     arg("--yes", only=ODIN, action="store_true", help="new: write the proposal without asking"),
+    *RUN,
 )
 
 #: Which action takes which option (an option given to another action is a usage error).
 _OPTIONS = {"from_spec": ("--from", ("new",)), "from_run": ("--from-run", ("new",)),
             "answers": ("--answers", ("new",)), "force": ("--force", ("new", "accept")),
-            "yes": ("--yes", ("new",)), "file": ("FILE", ("validate",))}
+            "yes": ("--yes", ("new",)), "file": ("FILE", ("validate",)), **RUN_OPTIONS}
 
 
 def check_options(args: argparse.Namespace, prog: str) -> None:

@@ -15,7 +15,10 @@ def cmd_roadmap(magics, args):
     from odin_magic.commands.roadmap import check_options
 
     check_options(args, "%odin")
-    handler = {"show": _show, "new": _new, "validate": _validate, "accept": _accept, "discard": _discard}
+    from odin_magic.notebook.roadmap_run import cmd_roadmap_run
+
+    handler = {"show": _show, "new": _new, "validate": _validate, "run": cmd_roadmap_run, "accept": _accept,
+               "discard": _discard}
     return handler[args.action](magics, args)
 
 

@@ -76,7 +76,7 @@ def append_record(project_dir: Path, type: RecordKind, phase: str, **fields: Any
     """Append one record to roadmap.jsonl (one write, then an fsync): durable before the driver goes on."""
     record = RoadmapRecord(at=datetime.now().isoformat(timespec="seconds"), type=type, phase=phase, **fields)
     odin = Path(project_dir) / ".odin-loop"
-    line = (record.model_dump_json(exclude_none=True, exclude_defaults=False) + "\n").encode("utf-8")
+    line = (record.model_dump_json(exclude_none=True, exclude_defaults=True) + "\n").encode("utf-8")
     path = Path(project_dir) / ROADMAP_LOG
     with open_append(path, within=odin, binary=True) as fh:
         if _torn(path):

@@ -1,0 +1,104 @@
+"""The contract stage (seed 002's CONTRACT): a phase without a contract gets one proposed by the model.
+
+The model answers a structured question (purpose ``contract``, stage = the phase id; the scripted model
+answers it from ``answers: {contract: {<phase-id>: [{json: ...}]}}``) from the phase's roadmap entry.
+The proposal is validated as any contract file is (the loop exists, the scope covers what the loop
+produces) and written to ``.odin-loop/contracts/<phase-id>.yaml``; the driver then shows it before the
+phase starts where a person approves it (hitl). Questions the model could not settle (an ambiguous scope
+or acceptance) are returned: the phase waits for a person to settle them in the file.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from odin_magic.core.atomic import write_atomic
+from odin_magic.core.errors import ConfigError, OdinError
+from odin_magic.loop.contract import Contract, contract_path, load_contract, render_contract, validate_contract_text
+from odin_magic.loop.roadmap import Phase, Roadmap
+
+RULES = """You write the contract of one phase of a software roadmap for odin-magic. The contract fixes: the \
+risk class (tiny-fix: a small well-understood change; standard: a feature; risky: data, security, migrations, \
+public interfaces), the impact (internal, user-facing, business-facing), the scope (globs of the project paths \
+the phase may change, e.g. src/config/**), acceptance criteria (id AC1..., priority P0 or P1, Given/When/Then \
+text, and a shell `verify` command that decides it, or `judge` when no command can), the gate's commands (shell \
+commands whose exit code decides the work, e.g. python -m pytest -q), and max_iterations (1 to 5). List in \
+`questions` what you cannot decide from the phase's entry (an ambiguous scope or acceptance); do not guess. \
+Answer only with the requested JSON."""
+
+
+class ProposedCriterion(BaseModel):
+    id: str
+    priority: Literal["P0", "P1"]
+    text: str
+    verify: str
+
+
+class ContractProposal(BaseModel):
+    risk: Literal["tiny-fix", "standard", "risky"]
+    impact: Literal["internal", "user-facing", "business-facing"]
+    scope: list[str] = Field(min_length=1)
+    criteria: list[ProposedCriterion] = Field(default_factory=list)
+    gate_commands: list[str] = Field(default_factory=list)
+    max_iterations: int = Field(default=3, ge=1, le=10)
+    questions: list[str] = Field(default_factory=list)
+
+
+def existing_contract(project_dir: Path, phase: Phase) -> Contract | None:
+    """The phase's contract when its file exists (validated against the catalog), else None."""
+    path = contract_path(project_dir, phase.id)
+    return load_contract(path, project_dir) if path.is_file() else None
+
+
+def propose_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None) -> tuple[Contract, list[str]]:
+    """Ask the model for the phase's contract, validate it, write it; the contract and the open questions."""
+    from odin_magic.authoring.new_loop import model_configured, proposal_client_factory
+    from odin_magic.workers.client import run_coroutine
+    from odin_magic.workers.config import Settings
+
+    settings = settings or Settings.from_env()
+    path = contract_path(project_dir, phase.id)
+    if not model_configured(settings):
+        raise ConfigError(f"phase {phase.id} has no contract ({path}) and no model is configured to propose one",
+                          hint="write the contract (docs/roadmap.md, 'Phase contracts'), or set ANTHROPIC_API_KEY "
+                               "or ODIN_SCRIPT")
+    factory = proposal_client_factory(settings, project_dir)
+    proposal = run_coroutine(lambda: _ask(roadmap, phase, settings, factory))
+    text = render_contract(_contract(proposal, phase), header=f"contract of phase {phase.id} ({phase.title}), "
+                           "proposed by the model; edit it before you approve the phase")
+    report = validate_contract_text(text, str(path), project_dir)
+    if not report.ok:
+        raise OdinError(f"the model's contract for phase {phase.id} does not hold: {report.errors[0]}",
+                        hint=f"write {path} yourself (docs/roadmap.md, 'Phase contracts')")
+    write_atomic(path, text, within=Path(project_dir) / ".odin-loop")
+    return report.contract, list(proposal.questions)
+
+
+def _contract(p: ContractProposal, phase: Phase) -> Contract:
+    try:
+        return Contract.model_validate({
+            "risk": p.risk, "impact": p.impact, "scope": p.scope, "max_iterations": p.max_iterations,
+            "criteria": [c.model_dump() for c in p.criteria],
+            "gate": {"kind": "programmatic", "run": p.gate_commands} if p.gate_commands else {"kind": "judge"}})
+    except ValueError as exc:
+        raise OdinError(f"the model's contract for phase {phase.id} is not a valid contract: {exc}".splitlines()[0],
+                        hint="write the contract yourself (docs/roadmap.md, 'Phase contracts')") from None
+
+
+async def _ask(roadmap: Roadmap, phase: Phase, settings, factory) -> ContractProposal:
+    from odin_magic.workers.prompts import system_blocks
+    from odin_magic.workers.structured import Question, ask_twice
+
+    milestone = next((m for m in roadmap.milestones if m.id == phase.milestone), None)
+    content = (f"Roadmap: {roadmap.title}\nMilestone: {milestone.id + ' ' + milestone.title if milestone else '-'}\n"
+               f"Phase {phase.id}: {phase.title}" + (f"\nNote: {phase.note}" if phase.note else "")
+               + "\nOther phases: " + "; ".join(f"{p.id} {p.title}" for p in roadmap.phases() if p.id != phase.id))
+    return await ask_twice(settings, factory, ContractProposal, Question(
+        system=system_blocks(RULES), content=content,
+        headers={"x-odin-stage": phase.id, "x-odin-purpose": "contract", "x-odin-call": uuid.uuid4().hex},
+        what=f"proposing the contract of phase {phase.id}",
+        hint=f"write .odin-loop/contracts/{phase.id}.yaml yourself (docs/roadmap.md, 'Phase contracts')"))

@@ -1,0 +1,45 @@
+"""`%odin roadmap run` (issue 22 item 3) in the notebook: the driver in the cell with the notebook's engine (the
+scripted model chosen by `%odin config script=`); its text/plain is what `odin roadmap run` prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+import yaml
+
+from odin_magic.cli import main
+from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
+
+ROADMAP = "# Greeter\n\nautonomy: autonomous\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n"
+CONTRACT = "risk: tiny-fix\nscope: [app.py]\ngate: {kind: programmatic, run: [\"grep -q hello app.py\"]}\n"
+SCRIPT = {"stages": {"apply": [
+    {"tools": [{"write": {"file_path": "app.py", "content": "def greet():\n    return 'hello'\n"}},
+               {"write": {"file_path": "{run_dir}/change-notes.md", "content": "greet says hello"}}]},
+    {"text": "done"}]}, "default_verdict": {"passed": True, "reasons": ["scripted"]}}
+
+
+@pytest.fixture
+def magics(ip, tmp_path):
+    (tmp_path / ".odin-loop" / "contracts").mkdir(parents=True)
+    (tmp_path / ROADMAP_FILE).write_text(ROADMAP, encoding="utf-8")
+    (tmp_path / ".odin-loop" / "contracts" / "p1.yaml").write_text(CONTRACT, encoding="utf-8")
+    script = tmp_path / "roadmap.script.yaml"
+    script.write_text(yaml.safe_dump(SCRIPT), encoding="utf-8")
+    ip.run_line_magic("odin", f"config project={tmp_path} script={script}")
+    magics = ip.magics_manager.registry["OdinMagics"]
+    yield magics
+    magics.project, magics.script = "", None
+
+
+def test_roadmap_run_in_the_notebook_and_its_plain_text_is_the_cli(ip, magics, tmp_path):
+    shown = repr(ip.run_line_magic("odin", "roadmap run"))
+    assert "phase p1 done (run " in shown and "roadmap complete" in shown, shown
+    assert load_roadmap(tmp_path / ROADMAP_FILE).phases()[0].done
+    assert (tmp_path / "app.py").read_text() == "def greet():\n    return 'hello'\n"
+    again = ip.run_line_magic("odin", "roadmap run")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["roadmap", "run", "--project", str(tmp_path)])
+    assert code == 0 and repr(again).strip() == out.getvalue().strip()
