@@ -57,8 +57,9 @@ class Step:
         return "D" if self.changes[path] is None else "A" if path in self.added else "M"
 
 
-def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.DeliveryResult:
-    state = engine.status(run_id)
+def deliver(engine, run_id: str | None, options: DeliverOptions, state: RunState | None = None) -> text.DeliveryResult:
+    """Deliver run ``run_id`` (or the given ``state``: the engine's own at a run's end, :mod:`.run_end`)."""
+    state = state or engine.status(run_id)
     if state.status != "done":
         raise UsageError(f"run {state.run_id} is {state.status}, not done: only a run that ended done is delivered",
                          hint="`odin run` drives it on; `odin runs` lists the runs and their status")
