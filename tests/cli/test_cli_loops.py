@@ -30,7 +30,7 @@ def run(capsys, *argv):
 def test_validate_builtin_loops_exits_0(capsys):
     code, out, _ = run(capsys, "validate", *BUILTIN_FILES)
     assert code == 0
-    assert "3 file(s) checked, 0 invalid" in out
+    assert f"{len(BUILTIN_FILES)} file(s) checked, 0 invalid" in out and len(BUILTIN_FILES) == 4
 
 
 def test_validate_broken_loop_exits_1_and_names_its_line(capsys):
@@ -47,7 +47,7 @@ def test_warnings_alone_exit_0(capsys):
 
 def test_one_bad_file_among_good_ones_exits_1(capsys):
     code, out, _ = run(capsys, "validate", *BUILTIN_FILES, str(FIXTURES / "gate-mode-bad.yaml"))
-    assert code == 1 and "4 file(s) checked, 1 invalid" in out
+    assert code == 1 and f"{len(BUILTIN_FILES) + 1} file(s) checked, 1 invalid" in out
 
 
 @pytest.mark.parametrize("make", ["missing", "directory"])
@@ -167,7 +167,7 @@ def test_list_json_with_a_project_override(capsys, tmp_path):
     assert code == 0
     data = json.loads(out)
     loops = {e["name"]: e for e in data["loops"]}
-    assert set(loops) == {"bugfix", "keep-green", "spec-harness-tdd"}
+    assert set(loops) == {"bugfix", "keep-green", "ship-change", "spec-harness-tdd"}
     assert loops["bugfix"]["source"] == "project" and loops["bugfix"]["overrides_builtin"] is True
     assert loops["bugfix"]["stage_count"] == 2 and loops["bugfix"]["valid"] is True
     assert loops["keep-green"]["source"] == "builtin" and loops["keep-green"]["overrides_builtin"] is False

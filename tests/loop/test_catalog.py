@@ -12,7 +12,7 @@ from odin_magic.loop.schema import Loop
 from support import FIXTURES
 
 FIXTURES = FIXTURES / "loops"
-BUILTINS = {"bugfix", "keep-green", "spec-harness-tdd"}
+BUILTINS = {"bugfix", "keep-green", "ship-change", "spec-harness-tdd"}
 
 
 def _project_loop(project: Path, name: str, text: str) -> Path:

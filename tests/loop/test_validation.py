@@ -262,9 +262,9 @@ def test_builtin_loops_are_valid_without_warnings(path):
     assert path.read_text().startswith("# yaml-language-server: $schema=./loop.schema.json\n")
 
 
-def test_exactly_one_builtin_loop_is_schedulable():
+def test_the_autonomous_builtin_loops_are_schedulable():
     schedulable = [p.stem for p in sorted(LOOPS.glob("*.yaml")) if validate_file(p, schedulable=True).ok]
-    assert schedulable == ["keep-green"]
+    assert schedulable == ["keep-green", "ship-change"]
 
 
 def test_default_loop_has_the_seed_stages():
