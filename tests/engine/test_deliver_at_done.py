@@ -102,3 +102,68 @@ def test_deliver_takes_off_branch_or_pr_with_a_located_error(value, ok):
     if not ok:
         [error] = report.errors
         assert (error.field, error.line) == ("deliver", 4) and "'off', 'branch' or 'pr'" in error.message and error.fix
+
+
+def test_push_then_pr_as_a_ci_job_delivers(project, tmp_path, monkeypatch, capsys):
+    """`odin deliver --push --pr` (the CI workflow's step): the branch is pushed to origin, then gh opens the
+    pull request of it. Origin reads as GitHub; its push URL is a local bare repository (no network)."""
+    init_repo(project)
+    _loop(project, "off")
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("ship", "say a new greeting")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(project, "remote", "add", "origin", "https://github.com/o/r.git")
+    git(project, "remote", "set-url", "--push", "origin", str(bare))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {tmp_path / 'gh-args'}\necho https://github.com/o/r/pull/3\n")
+    (bin_dir / "gh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code = odin_main(["deliver", "--branch", "odin/ci-1", "--push", "--pr", "--project", str(project)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert git(bare, "rev-parse", "refs/heads/odin/ci-1").strip() == git(project, "rev-parse", "odin/ci-1").strip()
+    assert "pushed odin/ci-1 to origin" in out and "pull request opened: https://github.com/o/r/pull/3" in out
+    assert (tmp_path / "gh-args").read_text().splitlines()[-2:] == ["--head", "odin/ci-1"]
+    assert state.status == "done"
+
+
+def test_a_push_that_fails_opens_no_pull_request(project, tmp_path, monkeypatch, capsys):
+    init_repo(project)
+    _loop(project, "off")
+    engine, _ = scripted_engine(project, SCRIPT)
+    engine.start("ship", "say a new greeting")
+    git(project, "remote", "add", "origin", "https://github.com/o/r.git")
+    git(project, "remote", "set-url", "--push", "origin", str(tmp_path / "no-such-repo.git"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f"#!/bin/sh\ntouch {tmp_path / 'gh-called'}\n")
+    (bin_dir / "gh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert odin_main(["deliver", "--branch", "odin/ci-2", "--push", "--pr", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "git push failed" in out and "git push -u origin odin/ci-2" in out and not (tmp_path / "gh-called").exists()
+
+
+def test_the_cli_refuses_while_another_process_drives_the_run(project, capsys):
+    """Another process holding a run's driver lock (odin's own RunLock, as a driver takes it): `odin deliver`
+    refuses in one line and nothing in the repository changes; once it is released, the delivery goes through."""
+    from odin_magic.runs.store import RunLock
+
+    init_repo(project)
+    _loop(project, "off")
+    engine, _ = scripted_engine(project, SCRIPT)
+    state = engine.start("ship", "say a new greeting")
+    before = user_side(project, refs=True)
+    lock = RunLock(engine.run_dir(state.run_id), state.run_id)
+    lock.acquire("odin run ship (elsewhere)", "2026-12-03T06:00:00")
+    try:
+        assert odin_main(["deliver", "--project", str(project)]) == 2
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    assert f"run {state.run_id} is being driven by pid {os.getpid()} (`odin run ship (elsewhere)`)" in err
+    assert "hint: wait for it" in err and len(err.strip().splitlines()) == 2 and "Traceback" not in err
+    assert user_side(project, refs=True) == before
+    assert odin_main(["deliver", "--project", str(project)]) == 0
