@@ -28,13 +28,14 @@ def finish(engine, s: Session) -> None:
 
 
 def deliver_at_done(engine, s: Session) -> None:
-    """``deliver: branch | pr``: the run as a branch (and, ``pr``, a pull request); recorded and told."""
+    """``deliver: branch | pr``: the run as a branch (and, ``pr``, pushed and a pull request); recorded and told."""
     from odin_magic.engine.delivery import DeliverOptions, deliver  # git: only for a loop that delivers
     from odin_magic.render.delivery_text import delivery_text
 
     mode = s.loop.deliver
     try:
-        result = deliver(engine, s.state.run_id, DeliverOptions(pr=mode == "pr"), state=s.state)
+        # pr: a pull request needs the branch on the remote, so it is pushed first (`odin deliver --push --pr`)
+        result = deliver(engine, s.state.run_id, DeliverOptions(pr=mode == "pr", push=mode == "pr"), state=s.state)
     except Exception as exc:  # noqa: BLE001 - a delivery never turns a done run into a crash
         why = exc.message if isinstance(exc, OdinError) else repr(exc)
         hint = f" ({exc.hint})" if isinstance(exc, OdinError) and exc.hint else ""

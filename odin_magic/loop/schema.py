@@ -405,8 +405,8 @@ class Loop(_Strict):
     deliver: Literal["off", "branch", "pr"] = Field(
         default="off",
         description="At done, deliver the run automatically: branch (a branch odin/<run-id> of the project's git "
-        "repository, one commit per stage execution, and pr.md), pr (that, then a pull request with gh, or the "
-        "commands to open one) or off. A delivery that fails is told and recorded; the run stays done.",
+        "repository, one commit per stage execution, and pr.md), pr (that, pushed to origin, then a pull request "
+        "with gh, or the commands to open one) or off. A delivery that fails is told and recorded; the run stays done.",
     )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 

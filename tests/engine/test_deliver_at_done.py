@@ -74,6 +74,9 @@ def test_deliver_off_is_the_default_and_makes_no_branch(project):
 def test_an_unattended_run_with_deliver_pr_opens_the_pull_request(project, tmp_path, monkeypatch, capsys):
     init_repo(project)
     git(project, "remote", "add", "origin", "https://github.com/o/r.git")
+    bare = tmp_path / "origin.git"  # origin reads as GitHub; it is pushed to a local bare repository
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(project, "remote", "set-url", "--push", "origin", str(bare))
     _loop(project, "pr")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -91,7 +94,7 @@ def test_an_unattended_run_with_deliver_pr_opens_the_pull_request(project, tmp_p
     args = (tmp_path / "gh-args").read_text().splitlines()
     assert args[:4] == ["pr", "create", "--title", "say a new greeting"] and args[-2:] == ["--head", f"odin/{run_id}"]
     assert "delivered: branch odin/" in out and "pull request opened: https://github.com/o/r/pull/9" in out
-    assert git(project, "rev-parse", "--verify", f"odin/{run_id}").strip()
+    assert git(bare, "rev-parse", f"refs/heads/odin/{run_id}") == git(project, "rev-parse", "--verify", f"odin/{run_id}")
 
 
 @pytest.mark.parametrize("value, ok", [("branch", True), ("pr", True), ("off", True), ("false", True),
