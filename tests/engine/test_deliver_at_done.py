@@ -46,6 +46,8 @@ def test_deliver_branch_makes_the_branch_at_done_and_records_it(project):
     told = [e.text for e in events if e.kind == "delivered"]
     assert told and told[0].startswith(f"delivered: branch {branch}: 2 commit(s)")
     assert events.kinds().index("delivered") < events.kinds().index("report")  # delivered, then the report
+    report = (engine.run_dir(state.run_id) / "report.md").read_text()
+    assert f"- **delivery**: delivered: branch {branch}: 2 commit(s)" in report
     assert engine.status(state.run_id).status == "done"
 
 
@@ -59,7 +61,8 @@ def test_a_delivery_that_fails_at_done_is_recorded_and_the_run_stays_done(projec
     assert not record["delivery"]["ok"] and "not in a git repository" in record["delivery"]["error"]
     told = [e.text for e in events if e.kind == "notice" and e.data.get("about") == "delivery"]
     assert told[0].startswith("delivery (branch) failed:") and f"odin deliver {state.run_id}" in told[0]
-    assert "report" in events.kinds()  # the report is still written
+    assert "report" in events.kinds()  # the report is still written, and says so
+    assert "- **delivery**: delivery (branch) failed:" in (engine.run_dir(state.run_id) / "report.md").read_text()
 
 
 def test_deliver_off_is_the_default_and_makes_no_branch(project):
