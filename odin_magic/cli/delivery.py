@@ -14,7 +14,8 @@ def _cmd_deliver(args: argparse.Namespace) -> int:
     from odin_magic.render.delivery_text import delivery_text
 
     options = DeliverOptions(branch=args.branch, squash=args.squash, force=args.force,
-                             include_later=args.include_later, pr=args.pr, commit=args.commit)
+                             include_later=args.include_later, pr=args.pr, push=args.push,
+                             commit=args.commit)
     print(delivery_text(deliver(engine_for(args), args.run, options)))
     return 0
 

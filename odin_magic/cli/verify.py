@@ -36,14 +36,20 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "schedule",
-        help="print the crontab line and systemd timer that would run a loop unattended",
+        help="print the crontab line and systemd timer (or a CI workflow) that would run a loop unattended",
         description="Print (never install) a crontab line and a systemd service + timer that run "
-        "`odin run LOOP --task TASK --unattended` in the project every PERIOD.",
+        "`odin run LOOP --task TASK --unattended` in the project every PERIOD; or, with --github-actions / "
+        "--gitlab-ci, a CI workflow file that runs it on the CI's runners and delivers a pull (merge) request.",
     )
     p.add_argument("loop", metavar="LOOP", help="a loop that `odin validate --schedulable` accepts")
     p.add_argument("--task", required=True, metavar="TEXT", help="what each run is for")
     p.add_argument("--every", default="1d", metavar="PERIOD",
                    help="how often: 15m, 1h, 6h, 1d, 7d (minutes, hours or days; default 1d)")
+    ci = p.add_mutually_exclusive_group()
+    ci.add_argument("--github-actions", dest="ci", action="store_const", const="github",
+                    help="print a GitHub Actions workflow instead (.github/workflows/odin-LOOP.yml)")
+    ci.add_argument("--gitlab-ci", dest="ci", action="store_const", const="gitlab",
+                    help="print a GitLab CI job instead (.gitlab-ci.yml, for a pipeline schedule)")
     add_project(p)
     p.set_defaults(handler=cmd_schedule)
 
@@ -170,6 +176,16 @@ def schedule_text(project: Path, loop: str, task: str, every: str, odin: str) ->
     ]) + "\n"
 
 
+def ci_text(ci: str, loop: str, task: str, every: str) -> str:
+    """The workflow file of ``--github-actions`` / ``--gitlab-ci`` (render/ci_workflow.py)."""
+    from odin_magic.render import ci_workflow
+
+    n, unit = parse_period(every)
+    every_text = f"every {n} {_UNITS[unit][0]}(s)" if unit != "d" else ("every day" if n == 1 else "every week")
+    render = ci_workflow.github_actions if ci == "github" else ci_workflow.gitlab_ci
+    return render(loop, task, cron_schedule(n, unit), every_text)
+
+
 def cmd_schedule(args: argparse.Namespace) -> int:
     from odin_magic.loop.catalog import LoopCatalog
 
@@ -182,6 +198,9 @@ def cmd_schedule(args: argparse.Namespace) -> int:
             raise UsageError(f"{what} holds a control character (a line break, a tab, ...): a schedule is one line",
                              hint="write the task on one line, without control characters")
     refuse_unless_schedulable(LoopCatalog(project), args.loop, UsageError)
+    if args.ci:
+        sys.stdout.write(ci_text(args.ci, args.loop, task, args.every))
+        return 0
     odin = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "odin" else Path(sys.executable).parent / "odin"
     sys.stdout.write(schedule_text(project, args.loop, task, args.every, str(odin)))
     return 0

@@ -13,6 +13,8 @@ DELIVER = (
         help="also deliver the run's files you changed after it ended, as they are now (default: left out, named)"),
     arg("--commit", action="store_true",
         help="instead of a branch: commit onto your current branch (only with a clean index, where the run started)"),
+    arg("--push", action="store_true",
+        help="push the branch to origin (with your git credentials) before --pr opens the pull request (e.g. in CI)"),
     arg("--pr", action="store_true",
         help="open a pull request with gh (GitHub CLI) from pr.md, or print the commands to push and open it"),
 )

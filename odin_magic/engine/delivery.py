@@ -12,6 +12,7 @@ its before/after checkpoints; ``squash``: one), on the commit the run started on
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shlex
 import shutil
@@ -41,6 +42,7 @@ class DeliverOptions:
     force: bool = False
     include_later: bool = False
     pr: bool = False
+    push: bool = False  # push the branch to origin (before the pull request): a CI job's delivery
     commit: bool = False  # onto the current branch (asked explicitly; the index must be clean)
 
 
@@ -57,8 +59,11 @@ class Step:
         return "D" if self.changes[path] is None else "A" if path in self.added else "M"
 
 
-def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.DeliveryResult:
-    state = engine.status(run_id)
+def deliver(engine, run_id: str | None, options: DeliverOptions, state: RunState | None = None) -> text.DeliveryResult:
+    """Deliver run ``run_id`` (or the given ``state``: the engine's own at a run's end, :mod:`.run_end`)."""
+    if state is None:  # asked from a front end (not the engine at the run's end): no other process may drive
+        state = engine.status(run_id)
+        _refuse_if_driven(engine, state)
     if state.status != "done":
         raise UsageError(f"run {state.run_id} is {state.status}, not done: only a run that ended done is delivered",
                          hint="`odin run` drives it on; `odin runs` lists the runs and their status")
@@ -89,9 +94,35 @@ def deliver(engine, run_id: str | None, options: DeliverOptions) -> text.Deliver
     repo.set_branch(branch, commits[-1][0], old, f"odin deliver {state.run_id}")
     if options.commit:
         repo.index_to_head()
-    if options.pr:
-        result.pr_text = open_pr(repo, branch, text.pr_title(state), Path(result.pr_path))
+    if options.push:
+        result.pr_text = push_branch(repo, branch)
+    if options.pr and not result.pr_text.startswith(PUSH_FAILED):
+        result.pr_text = "\n".join(filter(None, [result.pr_text, open_pr(repo, branch, text.pr_title(state),
+                                                                           Path(result.pr_path))]))
     return result
+
+
+def _refuse_if_driven(engine, state: RunState) -> None:
+    """Delivery reads the run and takes a checkpoint of the tree: refused while another process drives this run
+    (it may be delivering it at done) or the project's active run (it is changing the tree)."""
+    from odin_magic.runs.store import being_driven
+
+    active = engine.active()
+    for run in dict.fromkeys([state.run_id] + ([active.run_id] if active else [])):
+        if being_driven(engine.run_dir(run)):
+            holder = _holder(engine.run_dir(run))
+            raise UsageError(f"run {run} is being driven by {holder}: nothing was delivered",
+                             hint="wait for it to pause or finish (`odin status` says where it is), then deliver again")
+
+
+def _holder(run_dir: Path) -> str:
+    from odin_magic.runs.store import DRIVER_NAME
+
+    try:
+        info = json.loads((run_dir / DRIVER_NAME).read_text(encoding="utf-8"))
+        return f"pid {info.get('pid')} (`{info.get('command')}`)"
+    except (OSError, ValueError, AttributeError):
+        return "another process"
 
 
 def _write_pr(run_dir: Path, repo: UserRepo, facts: "_Facts", steps: list[Step], result: text.DeliveryResult,
@@ -120,8 +151,8 @@ def _check_repo(repo: UserRepo, state: RunState, options: DeliverOptions) -> tup
         raise UsageError(f"HEAD is detached in {repo.top}: delivery needs to know which branch you are on",
                          hint="git switch BRANCH (the branch the run worked on), then deliver again")
     if options.commit:
-        if options.branch or options.pr:
-            raise UsageError("--commit commits onto your current branch: it takes no --branch or --pr",
+        if options.branch or options.pr or options.push:
+            raise UsageError("--commit commits onto your current branch: it takes no --branch, --pr or --push",
                              hint="leave out --commit to deliver a branch (and --pr to open a pull request of it)")
         if not repo.index_clean():
             raise UsageError(f"your index in {repo.top} has staged changes: --commit needs a clean index",
@@ -319,6 +350,28 @@ def _passed(command: dict) -> bool:
     return command.get("exit_code") == 0 and not command.get("timed_out")
 
 
+PUSH_FAILED = "git push failed"
+
+
+def _user_env() -> dict[str, str]:
+    """The user's environment for gh and git push (their credentials), less ANTHROPIC_* and the secrets."""
+    secrets = set(secret_names())
+    return {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in secrets}
+
+
+def push_branch(repo: UserRepo, branch: str) -> str:
+    """``git push origin refs/heads/BRANCH`` with the user's credentials (hooks off); what happened, one line."""
+    ref = f"refs/heads/{branch}"
+    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "push", "--porcelain", "origin", f"{ref}:{ref}"],
+                          cwd=repo.top, env={**_user_env(), "GIT_TERMINAL_PROMPT": "0"}, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    out = redact_text(lines[-1] if lines else "")
+    if proc.returncode == 0:
+        return f"pushed {branch} to origin"
+    return f"{PUSH_FAILED} (exit {proc.returncode}): {out}; the branch is made here: git push -u origin {shlex.quote(branch)}"
+
+
 def open_pr(repo: UserRepo, branch: str, title: str, body: Path) -> str:
     """``gh pr create`` where gh is installed and the remote is GitHub; else the commands to run."""
     remote = repo.remote_url() or ""
@@ -326,9 +379,7 @@ def open_pr(repo: UserRepo, branch: str, title: str, body: Path) -> str:
     create = ["gh", "pr", "create", "--title", title, "--body-file", str(body), "--head", branch]
     gh = shutil.which("gh")
     if gh and "github.com" in remote:
-        secrets = set(secret_names())
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k not in secrets}
-        proc = subprocess.run([gh, *create[1:]], cwd=repo.top, env=env, stdout=subprocess.PIPE,
+        proc = subprocess.run([gh, *create[1:]], cwd=repo.top, env=_user_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, start_new_session=True)
         out = redact_text(proc.stdout.decode("utf-8", "replace").strip())
         if proc.returncode == 0:

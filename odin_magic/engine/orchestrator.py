@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
-from odin_magic.engine import forking, pauses, rewind, sandboxing, stage as stage_run, tamper
+from odin_magic.engine import forking, pauses, rewind, run_end, sandboxing, stage as stage_run, tamper
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
     damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
@@ -42,7 +42,6 @@ from odin_magic.learning import memory
 from odin_magic.loop.catalog import LoopCatalog
 from odin_magic.loop.params import apply_params
 from odin_magic.loop.schema import Loop
-from odin_magic.render import run_report as runreport
 from odin_magic.runs import diffs
 from odin_magic.runs.checkpoints import Checkpoints
 from odin_magic.runs.events import EngineEvent, Listener
@@ -375,8 +374,7 @@ class Engine:
         finally:
             with self._view_lock:
                 self._session = None
-            if self.reports and session.state is not None and session.state.status in runreport.END_STATUSES:
-                self._write_report(session)  # while the run is still locked: no later drive's report is overwritten
+            run_end.finish(self, session)  # deliver: and the report, while the run is still locked
             session.handle.close()
             self._remember(session)
 
@@ -388,16 +386,6 @@ class Engine:
             memory.record_run(self.project_dir, s.handle.run_dir, s.loop)
         except (OSError, OdinError, ValueError) as exc:  # memory is a help, never a reason for a run to fail
             self._emit("notice", s.state, text=f"the project memory could not be written: {exc}")
-
-    def _write_report(self, s: Session) -> None:
-        """The run's report (see runreport); a failure to write it is told, never fatal to the run."""
-        try:
-            path = runreport.write_report(s.state, s.loop, s.handle.run_dir)
-        except Exception as exc:  # noqa: BLE001 - a report must not break a run that has ended
-            self._emit("notice", s.state, text=f"the run's report could not be written: {exc!r}")
-            return
-        self._emit("report", s.state, text=f"report: {path} (and {path.with_suffix('.ipynb').name})",
-                   data={"path": str(path)})
 
     def _find_active(self, tell: bool = True) -> RunState | None:
         return self._scan(tell)[0]

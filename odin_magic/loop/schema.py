@@ -429,9 +429,15 @@ class Loop(_Strict):
         description="Values a run supplies (`odin run LOOP --param NAME=VALUE`), written `{{NAME}}` in the loop's texts "
         "(a gate command, a measure.cmd, a prompt); each with a default, or none: the run must give one.",
     )
+    deliver: Literal["off", "branch", "pr"] = Field(
+        default="off",
+        description="At done, deliver the run automatically: branch (a branch odin/<run-id> of the project's git "
+        "repository, one commit per stage execution, and pr.md), pr (that, pushed to origin, then a pull request "
+        "with gh, or the commands to open one) or off. A delivery that fails is told and recorded; the run stays done.",
+    )
     stages: list[Stage] = Field(min_length=1, description="The stages, in the order they run.")
 
-    @field_validator("sandbox", mode="before")
+    @field_validator("sandbox", "deliver", mode="before")
     @classmethod
     def _sandbox_off(cls, value: Any) -> Any:
         return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false

@@ -15,5 +15,6 @@ def cmd_deliver(magics, args):
     runner = magics.runner()
     runner.drive.refuse_if_busy()
     options = DeliverOptions(branch=args.branch, squash=args.squash, force=args.force,
-                             include_later=args.include_later, pr=args.pr, commit=args.commit)
+                             include_later=args.include_later, pr=args.pr, push=args.push,
+                             commit=args.commit)
     return TextBlockDisplay(delivery_text(deliver(runner.engine, args.run, options)))

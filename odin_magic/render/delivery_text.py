@@ -41,6 +41,7 @@ class CommitText:
 
 def subject(goal: str, task: str) -> str:
     """``goal: task`` in at most :data:`SUBJECT_CHARS` characters (cut with an ellipsis)."""
+    goal = (goal or "").rstrip(". ")  # a goal written as a sentence: "Simplify the change.: task" reads badly
     text = one_line(redact_text(f"{goal}: {task}" if goal and task else goal or task or "odin run"))
     return text if len(text) <= SUBJECT_CHARS else text[:SUBJECT_CHARS - 1].rstrip() + "…"
 

@@ -54,6 +54,7 @@ class _Gathered:
     mutations: list[tuple[str, dict]] = field(default_factory=list)
     interview: Any = None  # InterviewState, when the run had a deep interview
     unsandboxed: str | None = None  # the run-start warning that the run is unsandboxed (engine/sandboxing.py)
+    delivery: str | None = None  # what the loop's `deliver:` did at done (engine/run_end.py), its first line
 
 
 def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
@@ -76,8 +77,22 @@ def _unsandboxed(run_dir: Path, first: int = 20) -> str | None:
     return None
 
 
-def _gather(state: RunState, run_dir: Path) -> _Gathered:
+def _delivery(run_dir: Path) -> str | None:
+    """The last delivery notice of the log (engine/run_end.DELIVERY_NOTICE): what `deliver:` did at done."""
+    found = None
+    try:
+        for record in iter_log(run_dir / LOG_NAME):
+            if isinstance(record, Notice) and record.get("about") == "delivery":
+                found = record.text.splitlines()[0] if record.text else None
+    except (OSError, RunCorrupt):
+        return found
+    return found
+
+
+def _gather(state: RunState, run_dir: Path, loop: Loop | None = None) -> _Gathered:
     g = _Gathered(unsandboxed=_unsandboxed(run_dir))
+    if state.status == "done" and getattr(loop, "deliver", "off") != "off":
+        g.delivery = _delivery(run_dir)
     with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for the whole history
         for entry in state.history:
             ev = _read_evidence(reader, entry.evidence) if entry.evidence else {}
@@ -138,6 +153,8 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
             f"- **loopbacks**: {state.total_iterations}/{state.max_iterations}"]
     if g.unsandboxed:
         head.append(f"- **sandbox**: {g.unsandboxed}")
+    if g.delivery:
+        head.append(f"- **delivery**: {g.delivery}")
     if state.failure_reason:
         head.append(f"- **why it failed**: {state.failure_reason}")
     if state.status == "blocked" and state.blocked is not None:
@@ -403,7 +420,7 @@ def write_report(state: RunState, loop: Loop | None, run_dir: Path) -> Path:
     """Write report.md, report.ipynb and the chart PNGs into ``run_dir``; returns report.md's path.
     (``write_atomic`` redacts every configured secret from both texts.)"""
     run_dir = Path(run_dir)
-    g = _gather(state, run_dir)
+    g = _gather(state, run_dir, loop)
     title = f"Run {state.run_id}: {state.loop}"
     parts = [(h, redact_text(body)) for h, body in sections(state, loop, g)]  # before any escaping
     images = charts(state, loop, g)

@@ -325,6 +325,8 @@ def format_event(event: EngineEvent) -> str | None:
         return f"↺ {text}"
     if k == "notice":
         return f"note: {text}"
+    if k == "delivered":
+        return f"📦 {text}"
     if k == "question":
         return text
     if k == "awaiting_answer":

@@ -29,6 +29,7 @@ class EventKind(str, Enum):
     DONE = "done"
     FAILED = "failed"
     REPORT = "report"  # the run's report was written (text names it)
+    DELIVERED = "delivered"  # a done run delivered by its loop's `deliver:` (data: branch, commits, pr)
     ABANDONED = "abandoned"
     REOPENED = "reopened"  # `step STAGE` reopened a failed run
     NOTICE = "notice"  # e.g. "state rebuilt from the event log"

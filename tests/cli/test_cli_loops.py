@@ -30,7 +30,7 @@ def run(capsys, *argv):
 def test_validate_builtin_loops_exits_0(capsys):
     code, out, _ = run(capsys, "validate", *BUILTIN_FILES)
     assert code == 0
-    assert f"{len(BUILTIN_FILES)} file(s) checked, 0 invalid" in out
+    assert f"{len(BUILTIN_FILES)} file(s) checked, 0 invalid" in out and len(BUILTIN_FILES) == 6
 
 
 def test_validate_broken_loop_exits_1_and_names_its_line(capsys):
@@ -167,7 +167,7 @@ def test_list_json_with_a_project_override(capsys, tmp_path):
     assert code == 0
     data = json.loads(out)
     loops = {e["name"]: e for e in data["loops"]}
-    assert set(loops) == {"bugfix", "keep-green", "optimize", "spec-harness-tdd", "tiny-fix"}
+    assert set(loops) == {"bugfix", "keep-green", "optimize", "ship-change", "spec-harness-tdd", "tiny-fix"}
     assert loops["bugfix"]["source"] == "project" and loops["bugfix"]["overrides_builtin"] is True
     assert loops["bugfix"]["stage_count"] == 2 and loops["bugfix"]["valid"] is True
     assert loops["keep-green"]["source"] == "builtin" and loops["keep-green"]["overrides_builtin"] is False

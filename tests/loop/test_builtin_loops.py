@@ -122,10 +122,11 @@ def test_builtin_artifacts_land_where_the_docs_say(tmp_path):
     catalog = LoopCatalog(tmp_path)  # an empty project: the built-ins, not whatever the cwd holds
     run_scoped = {"spec.md", "interview-log.md", "plan.md", "acceptance.yaml", "harness/", "harness/stub/", "harness-report.md",
                   "test-report.md", "review.md", "repro.md", "fix-notes.md", "suite-report.md", "failures.md",
-                  "diagnosis.md", "repair-notes.md"}
+                  "diagnosis.md", "repair-notes.md", "setup.md", "runner.sh", "post-edit.sh", "change-notes.md",
+                  "simplify-notes.md", "verify-report.md"}
     project_scoped = {"src/", "tests/test_odin_regression.py"}
     seen = set()
-    for name in ("spec-harness-tdd", "bugfix", "keep-green"):
+    for name in ("spec-harness-tdd", "bugfix", "keep-green", "ship-change"):
         for stage in catalog.load(name).stages:
             for entry in stage.produces + stage.consumes:
                 seen.add(entry)

@@ -12,7 +12,7 @@ from odin_magic.loop.schema import Loop
 from support import FIXTURES
 
 FIXTURES = FIXTURES / "loops"
-BUILTINS = {"bugfix", "keep-green", "optimize", "spec-harness-tdd", "tiny-fix"}
+BUILTINS = {"bugfix", "keep-green", "optimize", "ship-change", "spec-harness-tdd", "tiny-fix"}
 
 
 def _project_loop(project: Path, name: str, text: str) -> Path:
