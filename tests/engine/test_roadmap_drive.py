@@ -16,7 +16,7 @@ from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
 from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
-from odin_magic.runs.roadmap_progress import progress
+from odin_magic.runs.roadmap_progress import progress, repairs
 from support.scripted_runs import scripted_engine
 
 ROADMAP = """\
@@ -214,3 +214,24 @@ def test_a_bad_contract_of_a_later_phase_stops_before_any_run(project):
         _drive(engine)
     assert "p3.yaml:3:7" in info.value.message and "'nope'" in info.value.message
     assert engine.runs() == []
+
+
+def test_a_persons_own_status_note_is_kept_only_the_note_odin_wrote_is_taken_back(project):
+    """A note that merely starts like odin's (`blocked:`, `escalated:`) is a person's until roadmap.jsonl says odin
+    wrote it: the repair leaves it; odin's own escalated note goes once the retried phase is done."""
+    _project(project, contracts={"p1": {"gate": "grep -q never app.py", "iterations": 1}, "p2": {}, "p3": {}})
+    path = project / ROADMAP_FILE
+    mine = "blocked: waiting for the design review"
+    path.write_text(path.read_text().replace("Add a farewell", f"Add a farewell — {mine}"))
+    roadmap = load_roadmap(path)
+    assert repairs(project, roadmap) == []  # pending by the runs, and the person's note stays
+    engine, _ = scripted_engine(project, SCRIPT)
+    assert _drive(engine).ending == "escalated"
+    p1_note = _marks(project)[0][2]
+    assert p1_note.startswith("escalated: ") and _marks(project)[1] == ("p2", False, mine)
+    (project / ".odin-loop" / "contracts" / "p1.yaml").write_text(
+        TINY.format(phase="p1", impact="internal", gate="grep -q hello app.py", iterations=3))
+    out = _drive(engine, retry="p1")
+    assert _marks(project)[0] == ("p1", True, None), out.lines  # odin's note taken back
+    assert _marks(project)[1][2] == mine  # p2 ran and is done; the person's note is still there
+    assert repairs(project, load_roadmap(path)) == []
