@@ -16,7 +16,8 @@ from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
 from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
-from odin_magic.runs.roadmap_progress import progress, repairs
+from odin_magic.render.roadmap_chart import PhaseRuns, roadmap_chart, roadmap_chart_png
+from odin_magic.runs.roadmap_progress import phase_runs, progress, repairs
 from support.scripted_runs import scripted_engine
 
 ROADMAP = """\
@@ -135,6 +136,13 @@ def test_budget_spent_escalates_and_stops(project):
     states = progress(project, load_roadmap(project / ROADMAP_FILE))
     assert states["p1"].status == "escalated" and states["p1"].iterations == 3  # 2 loopbacks allowed, the 3rd failure escalates
     assert states["p2"].status == "pending" and states["p2"].runs == []  # never silently went on
+    # the notebook's roadmap chart marks the loopbacks and the escalation (item 6)
+    runs = phase_runs(project)
+    fig = roadmap_chart([PhaseRuns(p, states[p].status, runs.get(p, [])) for p in ("p1", "p2", "p3")])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["loopback (a failed gate)", "escalated"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["p3 (pending)", "p2 (pending)", "p1 (escalated)"]
+    assert roadmap_chart_png(project, load_roadmap(project / ROADMAP_FILE)).startswith(b"\x89PNG")
 
 
 def test_max_usd_caps_the_phase(project):

@@ -72,3 +72,6 @@ def test_edit_start_and_skip_at_a_phase_boundary(ip, magics, tmp_path):
     states = progress(tmp_path, load_roadmap(tmp_path / ROADMAP_FILE))
     assert states["p2"].status == "skipped" and states["p2"].runs == []
     assert "roadmap complete" in repr(ip.run_line_magic("odin", "roadmap run"))
+    shown = ip.run_line_magic("odin", "roadmap")  # with the roadmap chart (phases over time) below the table
+    assert "class='odin-roadmap-chart'" in shown._repr_html_() and "data:image/png;base64," in shown._repr_html_()
+    assert "odin-roadmap-chart" not in repr(shown)  # the text stays the CLI's
