@@ -243,3 +243,22 @@ def test_a_persons_own_status_note_is_kept_only_the_note_odin_wrote_is_taken_bac
     assert _marks(project)[0] == ("p1", True, None), out.lines  # odin's note taken back
     assert _marks(project)[1][2] == mine  # p2 ran and is done; the person's note is still there
     assert repairs(project, load_roadmap(path)) == []
+
+
+def test_the_scripted_model_answers_each_phase_from_its_own_key_when_phases_share_a_loop(project):
+    """Both phases run the built-in tiny-fix loop (stage `apply`); `p1/apply` and `p2/apply` script each phase's
+    run (docs/scripted-model.md), where a plain `apply` would replay the same turns for both."""
+    _project(project, contracts={"p1": {}, "p2": {}})
+    path = project / ROADMAP_FILE
+    path.write_text(path.read_text().split("## M2")[0])
+    for phase in ("p1", "p2"):
+        contract = project / ".odin-loop" / "contracts" / f"{phase}.yaml"
+        contract.write_text(contract.read_text().replace(f"loop: fix-{phase}", "loop: tiny-fix"))
+    script = SCRIPT.replace("apply-p1", "p1/apply").replace("apply-p2", "p2/apply")
+    engine, _ = scripted_engine(project, script)
+    out = _drive(engine)
+    assert (out.ending, out.exit_code) == ("complete", 0), out.lines
+    assert (project / "app.py").read_text() == FAREWELL  # p2's own turns, not p1's again
+    states = progress(project, load_roadmap(path))
+    assert states["p1"].status == "done" and states["p2"].status == "done_with_concerns"
+    assert states["p2"].concern == "apply: no test covers farewell"
