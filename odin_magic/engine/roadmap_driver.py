@@ -39,7 +39,7 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, phase_task, progress, read_records, repair,
+    PhaseProgress, append_record, note_phase, phase_task, progress, read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -272,14 +272,15 @@ class RoadmapDriver:
                                                           state.run_id, at, text)])
         append_record(self.project, "outcome", phase.id, run_id=state.run_id, status=status, reason=concern)
         current = load_roadmap(self.path).phase(phase.id)
-        set_phase(self.path, phase.id, done=True, note=_user_note(current.note))
+        ours = written_notes(self.project, phase.id)
+        set_phase(self.path, phase.id, done=True, note=None if current.note in ours else current.note)
         self.tell(f"phase {phase.id} {status.replace('_', ' ')} (run {state.run_id}): checked [x]"
                   + (f"; concern: {concern}" if concern else ""))
 
     def _escalate(self, phase: Phase, state: RunState) -> RoadmapOutcome:
         reason = state.failure_reason or "the run failed"
         append_record(self.project, "outcome", phase.id, run_id=state.run_id, status="escalated", reason=reason)
-        set_phase(self.path, phase.id, done=False, note=_note("escalated", reason))
+        note_phase(self.project, self.path, phase.id, done=False, note=_note("escalated", reason))
         self.tell(f"phase {phase.id} ESCALATED (run {state.run_id}): {reason}")
         return RoadmapOutcome("escalated", phase.id, reason)
 
@@ -288,7 +289,7 @@ class RoadmapDriver:
         reason = state.blocked.reason if state.blocked is not None else "the judge is blocked"
         append_record(self.project, "outcome", phase.id, run_id=state.run_id, status="blocked", reason=reason)
         self._undo(phase, state)
-        set_phase(self.path, phase.id, done=False, note=_note("blocked", reason))
+        note_phase(self.project, self.path, phase.id, done=False, note=_note("blocked", reason))
         self.tell(f"phase {phase.id} BLOCKED (run {state.run_id}): {reason}")
         return RoadmapOutcome("blocked", phase.id, reason)
 
@@ -340,11 +341,6 @@ class RoadmapDriver:
 def _note(kind: str, reason: str) -> str:
     reason = " ".join(reason.split())
     return f"{kind}: {reason[:117] + '…' if len(reason) > 120 else reason}"
-
-
-def _user_note(note: str | None) -> str | None:
-    """A note a person wrote is kept; odin's own status notes go once the phase is done."""
-    return None if note is None or note.split(":", 1)[0] in ("escalated", "blocked") else note
 
 
 def _contract_text(contract: Contract | None) -> str:

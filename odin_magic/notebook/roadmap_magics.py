@@ -31,6 +31,10 @@ def _show(magics, args):
     shown = roadmap_display(magics.project_dir)
     base = os.path.relpath(magics.project_dir, notebook_dir(magics.shell))
     shown.href_base = "" if base == "." else base.replace(os.sep, "/")  # a report's link from the notebook
+    if magics.charts:
+        from odin_magic.render.roadmap_chart import roadmap_chart_png
+
+        shown.chart_png = roadmap_chart_png(magics.project_dir, shown.roadmap)
     return shown
 
 

@@ -2,22 +2,48 @@
 
 The drive runs in the foreground of the cell (the runner's live view shows each run's events); the
 cell's display is what `odin roadmap run` prints besides those events. Refused while a run drives in
-the background."""
+the background. With widgets, a pause before a phase also shows the phase's contract with Start / Skip /
+Edit contract (:mod:`.roadmap_panel`) below that text."""
 
 from __future__ import annotations
+
+import argparse
 
 from odin_magic.render.displays import TextBlockDisplay
 
 
 def cmd_roadmap_run(magics, args):
     from odin_magic.commands.roadmap_run import run_options
+
+    outcome, shown = drive_roadmap(magics, run_options(args))
+    if outcome.ending != "paused" or outcome.contract is None or not magics.use_widgets():
+        return shown
+    from IPython.display import display
+
+    from odin_magic.notebook.roadmap_panel import PhasePanel
+
+    def again(skip):
+        return drive_again(magics, args, skip)
+
+    display(shown)
+    display(PhasePanel(magics.project_dir, outcome.phase, outcome.contract, again).widget)
+    return None
+
+
+def drive_again(magics, args, skip):
+    """What Start (``skip`` None) and Skip do: `%odin roadmap run` (``--skip PHASE``) with the cell's arguments."""
+    again = argparse.Namespace(**{**vars(args), "skip": skip, "retry": None})
+    return cmd_roadmap_run(magics, again)
+
+
+def drive_roadmap(magics, options):
+    """Run the driver with the notebook's engine and settings: its outcome and the text `odin roadmap run` prints."""
     from odin_magic.engine.roadmap_driver import RoadmapDriver
     from odin_magic.render.roadmap_run_text import roadmap_run_text
 
     runner = magics.runner()
     runner.drive.refuse_if_busy()
     runner._ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
-    options = run_options(args)
     options.settings = magics.settings()  # a contract proposal asks the same model
     outcome = RoadmapDriver(runner.engine, options=options).run()
-    return TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report))
+    return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report))

@@ -145,6 +145,7 @@ class RoadmapDisplay(_Display):
         self.where = where
         self.repairs = list(repairs)
         self.href_base = ""  # the project as the notebook's links reach it (relative to the notebook's folder)
+        self.chart_png: bytes | None = None  # the notebook's roadmap chart (render/roadmap_chart.py), below the table
 
     def _head(self) -> str:
         return f"roadmap: {self.roadmap.title}   (autonomy: {self.roadmap.autonomy}; {self.where})"
@@ -182,6 +183,11 @@ class RoadmapDisplay(_Display):
             parts.append("</table>")
         parts.append(f"<p class='odin-muted'>{_e(_summary(self.rows))}</p>")
         parts += [f"<p style='color:#9a6700'>the runs disagree: {_e(r)}</p>" for r in self.repairs]
+        if self.chart_png:
+            import base64
+
+            parts.append(f"<img class='odin-roadmap-chart' alt='roadmap: phases over time' "
+                         f"src='data:image/png;base64,{base64.b64encode(self.chart_png).decode()}'>")
         return "".join(parts) + "</div>"
 
 

@@ -32,7 +32,7 @@ TASK_PREFIX = "roadmap phase "
 _TASK = re.compile(r"roadmap phase ([A-Za-z0-9][A-Za-z0-9._-]*): ")
 Status = Literal["pending", "active", "paused", "done", "done_with_concerns", "escalated", "blocked", "skipped"]
 DONE_STATUSES = ("done", "done_with_concerns", "skipped")
-RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry"]
+RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry", "noted"]
 
 
 class PhaseProgress(BaseModel):
@@ -45,6 +45,7 @@ class PhaseProgress(BaseModel):
     last_run: str | None = None
     reason: str | None = None  # why a phase is escalated, blocked or paused
     pause: str | None = None  # what a paused phase waits for: start | verdict | concerns | signoff | run
+    notes_written: list[str] = Field(default_factory=list)  # the status notes odin wrote on the phase's line
 
     @property
     def finished(self) -> bool:
@@ -60,6 +61,7 @@ class RoadmapRecord(BaseModel):
     status: str | None = None  # outcome: done | done_with_concerns | escalated | blocked
     reason: str | None = None
     ignore: list[str] = Field(default_factory=list)  # retry: the runs that no longer count
+    note: str | None = None  # noted: the status note odin wrote on the phase's line (only such a note is taken back)
 
 
 def phase_task(phase: Phase) -> str:
@@ -134,11 +136,13 @@ def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
     out = {}
     for phase in roadmap.phases():
         mine = [r for r in records if r.phase == phase.id]
+        written = [r.note for r in mine if r.type == "noted" and r.note]
         last_retry = max((i for i, r in enumerate(mine) if r.type == "retry"), default=-1)
         ignored = {x for r in mine[: last_retry + 1] for x in r.ignore}
         mine = mine[last_retry + 1:]
         states = [s for s in runs.get(phase.id, []) if s.run_id not in ignored]
         out[phase.id] = _fold(project_dir, phase, states, mine)
+        out[phase.id].notes_written = written
     return out
 
 
@@ -209,9 +213,22 @@ def _needs_signoff(project_dir: Path, phase_id: str, recs: list[RoadmapRecord], 
         return False
 
 
+def written_notes(project_dir: Path, phase_id: str) -> list[str]:
+    """The status notes odin wrote on ``phase_id``'s line (its ``noted`` records), oldest first."""
+    return [r.note for r in read_records(project_dir) if r.phase == phase_id and r.type == "noted" and r.note]
+
+
+def note_phase(project_dir: Path, path: Path, phase_id: str, *, done: bool, note: str | None) -> None:
+    """Set the phase's line with a status note odin writes, recorded first so that only it is ever taken back."""
+    if note is not None:
+        append_record(project_dir, "noted", phase_id, note=note)
+    set_phase(path, phase_id, done=done, note=note)
+
+
 def expected_mark(p: PhaseProgress, note: str | None) -> tuple[bool, str | None]:
-    """The checkbox and note roadmap.md should show for ``p`` (``note``: the line's note now)."""
-    ours = note is not None and note.split(":", 1)[0] in ("escalated", "blocked")
+    """The checkbox and note roadmap.md should show for ``p`` (``note``: the line's note now). Only a note odin
+    wrote itself (``p.notes_written``) is replaced or removed; a person's note stays, whatever it says."""
+    ours = note is not None and note in p.notes_written
     if p.status in ("escalated", "blocked"):
         reason = " ".join((p.reason or "see its run").split())
         reason = reason[:117] + "…" if len(reason) > 120 else reason
@@ -229,7 +246,10 @@ def repair(project_dir: Path, roadmap: Roadmap, path: Path) -> list[str]:
     """Make roadmap.md at ``path`` agree with the runs; the repairs made, one line each."""
     done = []
     for phase, mark, note, text in _planned(project_dir, roadmap):
-        set_phase(path, phase.id, done=mark, note=note)
+        if note is not None and note != phase.note:  # a note the repair writes is odin's own
+            note_phase(project_dir, path, phase.id, done=mark, note=note)
+        else:
+            set_phase(path, phase.id, done=mark, note=note)
         done.append(text)
     return done
 

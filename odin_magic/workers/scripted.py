@@ -203,6 +203,7 @@ class ScriptedModel:
         self._calls: dict[str, tuple[Attempt, int]] = {}  # call id -> (attempt, next turn)
         self._attempt_numbers: dict[str, int] = {}  # call id -> which attempt (1, 2, ...) it replays
         self._cache: set[str] = set()
+        self._phases: dict[str, str | None] = {}  # run dir -> its roadmap phase (None: not a phase's run)
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.usages: list[dict[str, int] | None] = []  # the usage each request's reply reported (None: an error)
         self.departures: list[str] = []  # where a replay of a recording departed from it
@@ -278,11 +279,40 @@ class ScriptedModel:
             if not stage:
                 return error_response(400, "scripted model: the request has no x-odin-stage header (not from the Claude worker?)")
             tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name, "stage": stage}
+            stage = self._phase_key(stage, purpose, run_dir)
             if self.root is not None:
                 tokens["project_dir"] = str(Path(self.root).resolve())
             if purpose == "work":
                 return self._work(body, stage, call, tokens)
             return self._answer(body, purpose, stage, tokens)
+
+    # -- a roadmap phase's own script ------------------------------------------------
+
+    def _phase_of(self, run_dir: str) -> str | None:
+        """The roadmap phase whose run ``run_dir`` is (its task names it), or None; read once per run."""
+        if run_dir not in self._phases:
+            phase = None
+            if self.project_dir is not None:
+                from odin_magic.core.errors import OdinError
+                from odin_magic.runs.roadmap_progress import phase_of_task
+                from odin_magic.runs.store import RunStore
+
+                try:
+                    phase = phase_of_task(RunStore(self.project_dir).load(Path(run_dir).name).state.task)
+                except (OdinError, OSError, ValueError):
+                    phase = None
+            self._phases[run_dir] = phase
+        return self._phases[run_dir]
+
+    def _phase_key(self, stage: str, purpose: str, run_dir: str) -> str:
+        """``<phase>/<stage>`` when the run is a roadmap phase's and the script has that key for ``purpose``
+        (so each phase of a roadmap can have its own turns and verdicts for the same loop), else ``stage``."""
+        keyed = self.script.stages if purpose == "work" else (
+            self.script.judge if purpose == "judge" else self.script.answers.get(purpose, {}))
+        if not any("/" in key for key in keyed):
+            return stage
+        phase = self._phase_of(run_dir)
+        return f"{phase}/{stage}" if phase is not None and f"{phase}/{stage}" in keyed else stage
 
     def _reported(self, usage: dict[str, int]) -> dict[str, int]:
         """``usage``, kept as the reply of the request being answered (the last one: under the lock)."""

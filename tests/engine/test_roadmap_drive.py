@@ -16,7 +16,8 @@ from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
 from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
-from odin_magic.runs.roadmap_progress import progress
+from odin_magic.render.roadmap_chart import PhaseRuns, roadmap_chart, roadmap_chart_png
+from odin_magic.runs.roadmap_progress import phase_runs, progress, repairs
 from support.scripted_runs import scripted_engine
 
 ROADMAP = """\
@@ -135,6 +136,13 @@ def test_budget_spent_escalates_and_stops(project):
     states = progress(project, load_roadmap(project / ROADMAP_FILE))
     assert states["p1"].status == "escalated" and states["p1"].iterations == 3  # 2 loopbacks allowed, the 3rd failure escalates
     assert states["p2"].status == "pending" and states["p2"].runs == []  # never silently went on
+    # the notebook's roadmap chart marks the loopbacks and the escalation (item 6)
+    runs = phase_runs(project)
+    fig = roadmap_chart([PhaseRuns(p, states[p].status, runs.get(p, [])) for p in ("p1", "p2", "p3")])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["loopback (a failed gate)", "escalated"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["p3 (pending)", "p2 (pending)", "p1 (escalated)"]
+    assert roadmap_chart_png(project, load_roadmap(project / ROADMAP_FILE)).startswith(b"\x89PNG")
 
 
 def test_max_usd_caps_the_phase(project):
@@ -214,3 +222,43 @@ def test_a_bad_contract_of_a_later_phase_stops_before_any_run(project):
         _drive(engine)
     assert "p3.yaml:3:7" in info.value.message and "'nope'" in info.value.message
     assert engine.runs() == []
+
+
+def test_a_persons_own_status_note_is_kept_only_the_note_odin_wrote_is_taken_back(project):
+    """A note that merely starts like odin's (`blocked:`, `escalated:`) is a person's until roadmap.jsonl says odin
+    wrote it: the repair leaves it; odin's own escalated note goes once the retried phase is done."""
+    _project(project, contracts={"p1": {"gate": "grep -q never app.py", "iterations": 1}, "p2": {}, "p3": {}})
+    path = project / ROADMAP_FILE
+    mine = "blocked: waiting for the design review"
+    path.write_text(path.read_text().replace("Add a farewell", f"Add a farewell — {mine}"))
+    roadmap = load_roadmap(path)
+    assert repairs(project, roadmap) == []  # pending by the runs, and the person's note stays
+    engine, _ = scripted_engine(project, SCRIPT)
+    assert _drive(engine).ending == "escalated"
+    p1_note = _marks(project)[0][2]
+    assert p1_note.startswith("escalated: ") and _marks(project)[1] == ("p2", False, mine)
+    (project / ".odin-loop" / "contracts" / "p1.yaml").write_text(
+        TINY.format(phase="p1", impact="internal", gate="grep -q hello app.py", iterations=3))
+    out = _drive(engine, retry="p1")
+    assert _marks(project)[0] == ("p1", True, None), out.lines  # odin's note taken back
+    assert _marks(project)[1][2] == mine  # p2 ran and is done; the person's note is still there
+    assert repairs(project, load_roadmap(path)) == []
+
+
+def test_the_scripted_model_answers_each_phase_from_its_own_key_when_phases_share_a_loop(project):
+    """Both phases run the built-in tiny-fix loop (stage `apply`); `p1/apply` and `p2/apply` script each phase's
+    run (docs/scripted-model.md), where a plain `apply` would replay the same turns for both."""
+    _project(project, contracts={"p1": {}, "p2": {}})
+    path = project / ROADMAP_FILE
+    path.write_text(path.read_text().split("## M2")[0])
+    for phase in ("p1", "p2"):
+        contract = project / ".odin-loop" / "contracts" / f"{phase}.yaml"
+        contract.write_text(contract.read_text().replace(f"loop: fix-{phase}", "loop: tiny-fix"))
+    script = SCRIPT.replace("apply-p1", "p1/apply").replace("apply-p2", "p2/apply")
+    engine, _ = scripted_engine(project, script)
+    out = _drive(engine)
+    assert (out.ending, out.exit_code) == ("complete", 0), out.lines
+    assert (project / "app.py").read_text() == FAREWELL  # p2's own turns, not p1's again
+    states = progress(project, load_roadmap(path))
+    assert states["p1"].status == "done" and states["p2"].status == "done_with_concerns"
+    assert states["p2"].concern == "apply: no test covers farewell"
