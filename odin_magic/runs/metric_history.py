@@ -28,6 +28,7 @@ class MetricPoint:
     blocked: bool = False  # the gate could not decide (noisier than the tolerance, no baseline and no target)
     change: str | None = None  # improved | no change | worse | unknown
     spread: float | None = None  # the larger of the two measurements' spreads (None: not recorded)
+    base_spread: float | None = None  # the baseline's own spread
     tolerance_noise: bool = False  # blocked because the baseline spread more than the tolerance
 
 
@@ -69,7 +70,8 @@ def _point(n: int, m: dict) -> MetricPoint:
     noisy = bool(blocked) and "noisier than the tolerance" in str(blocked.get("reason", ""))
     return MetricPoint(entry=n, figure=_number(m.get("figure", after.get("figure"))), baseline=_number(base.get("figure")),
                        passed=bool(m.get("passed")), blocked=blocked is not None, change=m.get("change"),
-                       spread=max(spreads) if spreads else None, tolerance_noise=noisy)
+                       spread=max(spreads) if spreads else None, base_spread=_number(base.get("spread")),
+                       tolerance_noise=noisy)
 
 
 def series_of(stages: Sequence[str], evidences: Sequence[dict]) -> list[MetricSeries]:
