@@ -65,4 +65,5 @@ def _panel(ax, s: MetricSeries, with_stage: bool) -> None:
     better = "lower" if s.direction == "lower" else "higher"
     ax.set_title(f"{metric_line(s, with_stage)}   ({better} is better)", fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # nothing measured yet: no empty legend
+        ax.legend(fontsize=7)
