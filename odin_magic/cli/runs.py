@@ -156,6 +156,7 @@ def _cmd_abandon(args):
 
 def _cmd_status(args):
     from odin_magic.interview.runner import waiting_question
+    from odin_magic.render.metric_text import metric_block, metric_status_lines
     from odin_magic.render.text import next_hint, render_status
 
     from odin_magic.runs.store import RunCorrupt  # caught below: the class itself
@@ -181,6 +182,8 @@ def _cmd_status(args):
         print(render_status(state, loop, history_tail=0 if args.history else 10, question=question,
                             criteria=checked.lines() if checked is not None else None,
                             driven=state.status != "running" or being_driven(run_dir)))
+        if block := metric_block(metric_status_lines(run_dir, state, loop)):
+            print(f"\n{block}")
         if hint := next_hint(state):
             print(f"\n{hint}")
     return 0

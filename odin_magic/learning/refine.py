@@ -34,7 +34,7 @@ from odin_magic.learning.runstats import (
     OUTCOMES, Group, LoopStats, RunFacts, StageStats, VersionStats, aggregate, normalize, read_runs, version_text
 )
 from odin_magic.loop.catalog import LoopCatalog
-from odin_magic.loop.loopedit import EditError, bump_version, duplicate_item, set_value
+from odin_magic.loop.loopedit import EditError, bump_version, duplicate_item, remove_key, set_value
 from odin_magic.loop.schema import Loop
 from odin_magic.loop.validation import validate_text
 from odin_magic.loop.yamlsource import YamlError, load_yaml
@@ -166,6 +166,8 @@ class Refinements:
                 for path, value in rule.edits:
                     if path[0] == "+duplicate":
                         edited = duplicate_item(edited, path[1:])
+                    elif path[0] == "-remove":
+                        edited = remove_key(edited, path[1:])
                     else:
                         edited = set_value(edited, path, value)
                 edited = set_value(edited, ("version",), bump_version(loop.version))

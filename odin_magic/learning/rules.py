@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from odin_magic.learning.metric_rules import metric_rules
 from odin_magic.learning.runstats import Group, LoopStats, normalize
 from odin_magic.loop.schema import Loop
 
@@ -44,7 +45,12 @@ class Rule:
 def rule_proposals(loop: Loop, stats: LoopStats) -> list[Rule]:
     """The rule-based proposals (always offline)."""
     return [*_cap_rules(loop, stats), *_no_progress_rules(loop, stats), *_stage_rules(loop, stats),
-            *_split_rules(loop, stats), *_gate_run_rules(loop, stats)]
+            *_split_rules(loop, stats), *_gate_run_rules(loop, stats), *metric_rules(loop, stats, _metric_rule)]
+
+
+def _metric_rule(rule: str, title: str, edits: list, evidence: tuple) -> Rule:
+    runs, numbers, summary = evidence
+    return Rule(rule, title, edits, Evidence(runs=runs, numbers=numbers, summary=summary))
 
 
 def _cap_rules(loop: Loop, stats: LoopStats) -> list[Rule]:

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from odin_magic.learning.metric_stats import MetricStats, metric_stats, run_series
+from odin_magic.runs.metric_history import MetricSeries
 from odin_magic.runs.records import Record, RecordType
 from odin_magic.runs.state import Usage
 from odin_magic.runs.store import LOG_NAME, RunCorrupt, RunStore, fold, read_log
@@ -42,6 +44,7 @@ class RunFacts(BaseModel):
     max_iterations: int = 0
     interview_rounds: int | None = None
     records: list[Record] = Field(default_factory=list, exclude=True)
+    metrics: list[MetricSeries] = Field(default_factory=list, exclude=True)  # its metric gates' figures
 
 
 def _limit_of(reason: str | None) -> str | None:
@@ -91,6 +94,7 @@ def read_runs(project_dir: Path, loop: str | None = None, notices: list[str] | N
             limit_hit=_limit_of(state.failure_reason) or _block_of(state),
             total_iterations=state.total_iterations, max_iterations=state.max_iterations,
             interview_rounds=state.interview.rounds if state.interview is not None else None, records=records,
+            metrics=run_series(store.run_dir(run_id), state.history, loop_data),
         ))
     return out
 
@@ -148,6 +152,7 @@ class LoopStats(BaseModel):
     interview_rounds: dict[str, int]
     stages: list[StageStats]
     versions: list[VersionStats]
+    metrics: list[MetricStats] = Field(default_factory=list)  # the metric gates' (learning.metric_stats)
 
     def stage(self, stage_id: str) -> StageStats | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -276,4 +281,5 @@ def aggregate(loop_name: str, runs: list[RunFacts], stage_order: list[str] | Non
         max_iterations={r.run_id: r.max_iterations for r in runs},
         interview_rounds={r.run_id: r.interview_rounds for r in runs if r.interview_rounds is not None},
         stages=tally.stages(stage_order), versions=tally.versions(runs),
+        metrics=metric_stats([(r.run_id, r.metrics) for r in runs]),
     )

@@ -138,3 +138,37 @@ def duplicate_item(text: str, path: tuple) -> str:
     if len(_find(yaml.compose(edited, Loader=yaml.SafeLoader), path[:-1]).value) != len(seq.value) + 1:
         raise EditError("the copied item did not land in the list")
     return edited
+
+
+def remove_key(text: str, path: tuple) -> str:
+    """``text`` without the key at ``path`` (its value with it) in a block or flow mapping."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    parent = _find(root, path[:-1]) if root is not None else None
+    if not isinstance(parent, yaml.MappingNode):
+        raise EditError(f"no mapping at {'.'.join(map(str, path[:-1])) or 'the top'}")
+    pairs = parent.value
+    at = next((i for i, (k, _) in enumerate(pairs) if getattr(k, "value", None) == path[-1]), None)
+    if at is None:
+        raise EditError(f"no key {path[-1]!r} at {'.'.join(map(str, path[:-1])) or 'the top'}")
+    if len(pairs) == 1:
+        raise EditError(f"{path[-1]!r} is the only key of its mapping")
+    key, value = pairs[at]
+    if parent.flow_style:  # `{a: 1, measure: {...}, b: 2}`: the pair and one comma go
+        start, end = key.start_mark.index, value.end_mark.index
+        rest = text[end:]
+        gap = len(rest) - len(rest.lstrip(" ,")) if at + 1 < len(pairs) else 0
+        if at + 1 == len(pairs):
+            before = text[:start].rstrip()
+            start = len(before) - 1 if before.endswith(",") else start
+        edited = text[:start] + text[end + gap:]
+    else:  # the key's lines, to the end of its value's last line
+        start = text.rfind("\n", 0, key.start_mark.index) + 1
+        end = len(text[:value.end_mark.index].rstrip())
+        end = text.find("\n", end) + 1 or len(text)
+        edited = text[:start] + text[end:]
+    data = yaml.safe_load(edited)
+    for step in path[:-1]:
+        data = data[step]
+    if not isinstance(data, dict) or path[-1] in data or len(data) != len(pairs) - 1:
+        raise EditError(f"removing {'.'.join(map(str, path))} did not leave the rest as it was")
+    return edited

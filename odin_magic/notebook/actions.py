@@ -315,6 +315,13 @@ class NotebookRunner:
             iv = None
         return convergence_figure(iv, state.interview.threshold if state.interview else 0.15)
 
+    def metric_chart(self, state: RunState, stages: set[str] | None = None):
+        """The metric gates' chart (the figure per evaluation against baseline and target), from the evidence."""
+        from odin_magic.render.metric_chart import metric_chart
+        from odin_magic.runs.metric_history import read_series
+
+        return metric_chart(read_series(self.engine.run_dir(state.run_id), state.history, stages))
+
     def abandon(self) -> RunState:
         if self.drive.busy:
             raise RunRefused("the run is driving in the background", hint="%odin stop first, then %odin abandon")

@@ -116,7 +116,8 @@ class RunMagics:
         if state is None:
             return None
         state = runner.status(state.run_id)  # as it is now: e.g. abandoned since that drive ended
-        return self._status_display(runner, state, self._load_loop(state.loop, quiet=True))
+        loop = self._load_loop(state.loop, quiet=True)
+        return self._status_display(runner, state, loop).with_metrics(self._metrics(runner, state, loop))
 
     def _status_display(self, runner: NotebookRunner, state, loop) -> StatusDisplay:
         """The run's status as %odin status shows it: with the waiting question and the last checks."""
@@ -166,12 +167,16 @@ class RunMagics:
             charts = []
             if self.charts:
                 from odin_magic.render.charts import ChartHandle, run_chart
+                from odin_magic.runs.metric_history import measured_stages
 
                 stage_ids = loop.stage_ids() if loop else None
                 charts.append(ChartHandle(lambda st: run_chart(st, stage_ids)))
                 interviews = [s.id for s in loop.stages if s.interview is not None] if loop else []
                 if interviews:
                     charts.append(ChartHandle(lambda st: runner.interview_chart(st, interviews[0])))
+                measured = measured_stages(loop) if loop else set()
+                if measured:  # the figure per evaluation against baseline and target, re-drawn at each gate
+                    charts.append(ChartHandle(lambda st: runner.metric_chart(st, measured)))
             runner.attach(view, charts)
             from odin_magic.notebook.background import install_stream_router
 

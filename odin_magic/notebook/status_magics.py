@@ -34,7 +34,14 @@ class StatusMagics:
 
         driven = state.status != "running" or runner.drive.busy or being_driven(runner.run_dir(state.run_id))
         return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
-                             whole_history=history, driven=driven)
+                             whole_history=history, driven=driven).with_metrics(self._metrics(runner, state, loop))
+
+    @staticmethod
+    def _metrics(runner: NotebookRunner, state, loop) -> list:
+        """The run's metric gates' series (those of its loop's measuring stages): lines and a chart."""
+        from odin_magic.runs.metric_history import measured_stages, read_series
+
+        return read_series(runner.run_dir(state.run_id), state.history, measured_stages(loop))
 
     @staticmethod
     def _criteria(runner: NotebookRunner, state) -> list[str]:

@@ -8,6 +8,7 @@ a run or touches the disk.
 
 from __future__ import annotations
 
+import base64
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +123,12 @@ class StatusDisplay(_Display):
         self.criteria = criteria or []  # the last checks before done, a line each (completion)
         self.history_tail = 0 if whole_history else 10  # ``--history``: every entry
         self.driven = driven  # a running run that nothing drives is shown as ready
+        self.metrics: list = []  # the metric gates' series (runs.metric_history.MetricSeries): see with_metrics
+
+    def with_metrics(self, series: Sequence[Any]) -> "StatusDisplay":
+        """Show the metric gates' figures over the run: their lines (as ``odin status``) and their chart."""
+        self.metrics = list(series)
+        return self
 
     @property
     def rows(self) -> list[ChecklistRow]:
@@ -154,6 +161,11 @@ class StatusDisplay(_Display):
         # the CLI's `odin status`, word for word, waiting question included
         lines = [render_status(self.state, self.loop, history_tail=self.history_tail, question=self.question,
                                criteria=self.criteria, driven=self.driven)]
+        from odin_magic.render.metric_text import metric_block, metric_lines
+
+        block = metric_block(metric_lines(self.metrics))
+        if block:
+            lines += ["", block]
         hint = next_hint(self.state, "%odin")
         if hint:
             lines += ["", hint]
@@ -175,11 +187,25 @@ class StatusDisplay(_Display):
                 "padding-left:4px'>" + "".join(f"<li>{_e(c)}</li>" for c in self.criteria) + "</ul>")
                if self.criteria else "")
             + self._history_html()
+            + self._metrics_html()
             + (f"<pre>{_e(self.question)}</pre>" if self.question else "")
             + (f"<p class='odin-muted'>{_e(hint)}</p>" if hint else "")
             + "</div>"
         )
 
+
+    def _metrics_html(self) -> str:
+        """The metric lines and their chart (a PNG inline: it shows in any front end and in a saved notebook)."""
+        if not self.metrics:
+            return ""
+        from odin_magic.render.charts import png_bytes
+        from odin_magic.render.metric_chart import metric_chart
+        from odin_magic.render.metric_text import metric_lines
+
+        png = base64.b64encode(png_bytes(metric_chart(self.metrics), dpi=72)).decode("ascii")
+        lines = "".join(f"<li>{_e(line)}</li>" for line in metric_lines(self.metrics))
+        return (f"<p><b>metrics</b></p><ul style='list-style:none;padding-left:4px'>{lines}</ul>"
+                f"<img alt='metric chart' src='data:image/png;base64,{png}'/>")
 
     def _history_html(self) -> str:
         """The numbered history (the N of ``revert --to`` and ``fork --from``), folded away unless asked for."""

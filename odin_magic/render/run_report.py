@@ -37,7 +37,9 @@ from odin_magic.runs.log import LOG_NAME, iter_log
 from odin_magic.runs.records import Notice
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import RunState, Usage
+from odin_magic.render.metric_text import metric_lines
 from odin_magic.render.text import cost_text, history_with_reverts
+from odin_magic.runs.metric_history import series_of
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
 
@@ -55,6 +57,7 @@ class _Gathered:
     interview: Any = None  # InterviewState, when the run had a deep interview
     unsandboxed: str | None = None  # the run-start warning that the run is unsandboxed (engine/sandboxing.py)
     delivery: str | None = None  # what the loop's `deliver:` did at done (engine/run_end.py), its first line
+    metrics: list = field(default_factory=list)  # the metric gates' series (runs.metric_history.MetricSeries)
 
 
 def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
@@ -101,6 +104,7 @@ def _gather(state: RunState, run_dir: Path, loop: Loop | None = None) -> _Gather
                 g.completion = ev["completion"]
             if ev.get("mutation"):
                 g.mutations.append((entry.stage, ev["mutation"]))
+    g.metrics = series_of([e.stage for e in state.history], _once(state, g.evidence))
     path = run_dir / "interview.json"
     if path.is_file():
         try:
@@ -110,6 +114,17 @@ def _gather(state: RunState, run_dir: Path, loop: Loop | None = None) -> _Gather
         except (OSError, ValueError):
             g.interview = None
     return g
+
+
+def _once(state: RunState, evidence: list[dict]) -> list[dict]:
+    """Each evaluation's evidence once: an approval names its gate's evidence again (not a second measurement)."""
+    seen: set[str] = set()
+    out = []
+    for entry, ev in zip(state.history, evidence):
+        out.append({} if entry.evidence in seen else ev)
+        if entry.evidence:
+            seen.add(entry.evidence)
+    return out
 
 
 def _duration(start: str, end: str | None) -> str:
@@ -171,7 +186,15 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
 
     out.append(("Files changed per stage", _changes(state, g)))
     out.append(("Interview convergence", _interview(state, g)))
+    if g.metrics:
+        out.append(("Metrics", _metrics(g.metrics)))
     return out
+
+
+def _metrics(series: list) -> str:
+    """The metric gates' figures over the run, a line each (the chart: report/metric.png)."""
+    lines = [f"- {line}" for line in metric_lines(series)]
+    return "\n".join(["The first baseline, then the figure at each evaluation of the gate:", ""] + lines)
 
 
 def _money_cell(usage: Usage | None) -> str:
@@ -333,6 +356,10 @@ def charts(state: RunState, loop: Loop | None, g: _Gathered) -> dict[str, bytes]
 
         rounds = [InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(g.interview)]
         out["convergence.png"] = png_bytes(interview_convergence(rounds, g.interview.threshold), dpi=72)
+    if g.metrics:
+        from odin_magic.render.metric_chart import metric_chart
+
+        out["metric.png"] = png_bytes(metric_chart(g.metrics), dpi=72)
     return out
 
 
