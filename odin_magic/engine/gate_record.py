@@ -45,7 +45,7 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
     entry = history_entry(stage, "pass" if passed else "fail", gate, rec.at)
     if not passed:
         entry["reason"] = outcome.reason
-    entry["evidence"] = rec.evidence.path
+    entry.update(evidence=rec.evidence.path, evidence_sha256=rec.evidence.sha256, evidence_bytes=rec.evidence.size)
     if ckpt is not None:
         entry.update(checkpoint=ckpt.before, after=ckpt.after)
     changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
