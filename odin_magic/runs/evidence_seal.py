@@ -5,15 +5,17 @@ line), and :class:`EvidenceSeal` checks that every line the history names is sti
 Without a sandbox a worker's ``bash`` can truncate, delete or rewrite ``gates/evidence.jsonl``. The check
 is incremental, so that a long run does not read its whole evidence file per transition: after a full
 check, the seal remembers the file's identity (device, inode, size, mtime and ctime: no command can set a
-ctime back) and how many history entries it has verified. While the identity is the one the seal last saw
-(or the one the engine's own append left), only the entries added since are read (one line each); any
-other change to the file (a new inode, another size, a touched ctime) makes the next check read every line
-the history names again. Entries of runs recorded before (no hash) are not checked.
+ctime back). The engine's own append, made when the file still had that identity, moves it on to the
+identity the append left (the file is then the verified lines plus the engine's line). While the file has
+that identity a check is one ``lstat``; any other change to the file (a new inode, another size, a touched
+ctime) makes the next check read every line the history names again (one mapping of the file). Entries of
+runs recorded before (no hash) are not checked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 from typing import BinaryIO, Sequence
@@ -22,6 +24,7 @@ from odin_magic.runs.state import HistoryEntry
 
 EVIDENCE_LOG = "gates/evidence.jsonl"
 CHANGED = "evidence changed after it was written"
+MAPPED = 64  # from this many lines to check on, the file is mapped rather than read line by line
 
 
 def _identity(info: os.stat_result) -> tuple[int, ...]:
@@ -42,11 +45,27 @@ def line_problem(f: BinaryIO, entry: HistoryEntry) -> str | None:
     if offset is None:
         return None
     f.seek(offset)
-    data = f.read(entry.evidence_bytes)
+    return _compare(f.read(entry.evidence_bytes), offset, entry)
+
+
+def _compare(data: bytes, offset: int, entry: HistoryEntry) -> str | None:
     if len(data) < entry.evidence_bytes:
         return f"the line at byte {offset} ({entry.stage}'s gate) is missing: the file was truncated or replaced"
     if hashlib.sha256(data).hexdigest() != entry.evidence_sha256:
         return f"the line at byte {offset} ({entry.stage}'s gate) was rewritten: {CHANGED}"
+    return None
+
+
+def _first_problem(f: BinaryIO, size: int, todo: list[tuple[int, HistoryEntry]]) -> str | None:
+    """The first of ``todo`` (offset, entry) whose line is not as written; many lines are read through one
+    mapping of the file."""
+    if len(todo) < MAPPED or not size:
+        return next((why for why in (line_problem(f, e) for _, e in todo) if why is not None), None)
+    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for offset, entry in todo:
+            why = _compare(mm[offset:offset + entry.evidence_bytes], offset, entry)
+            if why is not None:
+                return why
     return None
 
 
@@ -57,7 +76,6 @@ class EvidenceSeal:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / EVIDENCE_LOG
         self._identity: tuple[int, ...] | None = None  # the file as last verified (or as the engine left it)
-        self._checked = 0  # history entries verified under that identity
 
     def problem(self, history: Sequence[HistoryEntry]) -> str | None:
         """Why the evidence the history names is not as written (None: intact), naming the file."""
@@ -67,10 +85,11 @@ class EvidenceSeal:
             info = None
         except OSError as exc:
             return f"{self.path} cannot be read: {exc.strerror or exc}"
-        start = self._checked if info is not None and _identity(info) == self._identity else 0
-        todo = [e for e in history[start:] if _offset(e) is not None]
+        if info is not None and _identity(info) == self._identity:  # verified, then only the engine's appends
+            return None
+        todo = [(o, e) for o, e in ((_offset(e), e) for e in history) if o is not None]
         if not todo:
-            self._remember(info, len(history))
+            self._remember(info)
             return None
         if info is None:
             return f"{self.path} was deleted: {CHANGED}"
@@ -79,17 +98,15 @@ class EvidenceSeal:
         except OSError as exc:
             return f"{self.path} cannot be read: {exc.strerror or exc}"
         with os.fdopen(fd, "rb") as f:
-            for entry in todo:
-                why = line_problem(f, entry)
-                if why is not None:
-                    self._identity, self._checked = None, 0
-                    return f"{self.path}: {why}"
-        self._remember(info, len(history))
+            why = _first_problem(f, info.st_size, todo)
+        if why is not None:
+            self._identity = None
+            return f"{self.path}: {why}"
+        self._remember(info)
         return None
 
-    def _remember(self, info: os.stat_result | None, checked: int) -> None:
+    def _remember(self, info: os.stat_result | None) -> None:
         self._identity = _identity(info) if info is not None else None
-        self._checked = checked if info is not None else 0
 
     def appended(self, fd: int, before: os.stat_result | None) -> None:
         """The engine appended a line through ``fd``: when the file was as last verified just before

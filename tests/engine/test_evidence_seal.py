@@ -140,3 +140,19 @@ def test_an_old_run_without_hashes_still_reads(project, write_loop, tmp_path):
     assert gate_evidence.read_entry(run_dir, old.history[0])["stage"] == "build"
     assert isinstance(old.history[0], HistoryEntry)
     assert "build" in write_report(old, None, run_dir).read_text(encoding="utf-8")
+
+
+def test_evidence_changed_at_a_pause_blocks_the_approval(project, write_loop, tmp_path):
+    write_loop(LOOP.replace("{mode: ai, check: it is built}", "{mode: human, check: it is built}"))
+    engine, _ = scripted_engine(project, script(tmp_path, None))
+    state = engine.start("sealed", "t")
+    assert state.status == "awaiting_approval"
+    evidence = engine.run_dir(state.run_id) / "gates" / "evidence.jsonl"
+    evidence.write_bytes(b"")  # what an unsandboxed command left running could do while the run waits
+    with pytest.raises(LoopTampered) as caught:
+        engine.approve()
+    assert str(evidence) in caught.value.message and "missing" in caught.value.message
+    assert "restore the file" in caught.value.hint
+    state = engine.status()
+    assert state.status == "blocked" and state.blocked.kind == "tampered"
+    assert [h.stage for h in state.history] == ["build"]
