@@ -62,7 +62,7 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
         changes.update(_fail_changes(engine, s, rec, entry))
     concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
     unfrozen = frozen.unfrozen(s.state, passed, changes)  # a loopback to a stage unfreezes its artifacts
-    engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes, evidence_sha256=rec.evidence.sha256,
+    engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes,  # the hash is in the entry
                    **({"concerns": concerns} if concerns else {}), **({"unfrozen": unfrozen} if unfrozen else {}))
     _tell(engine, s, rec, entry)
 
