@@ -171,7 +171,7 @@ def changed_stages(run_dir: Path, history: list, look_back: int = 50) -> list[st
             if not entry.evidence or entry.gate == "approved":
                 continue
             try:
-                changes = reader.read(entry.evidence).get("changes") or []
+                changes = reader.read_entry(entry).get("changes") or []
             except (OSError, ValueError, AttributeError):
                 continue
             if any(isinstance(c, dict) and not str(c.get("path", "")).endswith(".ipynb") for c in changes):
@@ -220,7 +220,7 @@ def latest(run_dir: Path, history: list, look_back: int = 20) -> CompletionRepor
             if not entry.evidence:
                 continue
             try:
-                data = reader.read(entry.evidence).get("completion")
+                data = reader.read_entry(entry).get("completion")
                 if data:
                     return from_dict(data)
             except (OSError, ValueError, AttributeError, TypeError):  # a damaged evidence file: look further back

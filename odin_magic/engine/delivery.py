@@ -310,7 +310,7 @@ class _Facts:
         with gate_evidence.EvidenceReader(run_dir) as reader:
             for entry in state.history:
                 try:
-                    out.append(reader.read(entry.evidence) if entry.evidence else {})
+                    out.append(reader.read_entry(entry))
                 except (OSError, ValueError):
                     out.append({})
         return cls(engine, state, out)

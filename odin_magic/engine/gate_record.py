@@ -45,7 +45,7 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
     entry = history_entry(stage, "pass" if passed else "fail", gate, rec.at)
     if not passed:
         entry["reason"] = outcome.reason
-    entry["evidence"] = rec.evidence.path
+    entry.update(evidence=rec.evidence.path, evidence_sha256=rec.evidence.sha256, evidence_bytes=rec.evidence.size)
     if ckpt is not None:
         entry.update(checkpoint=ckpt.before, after=ckpt.after)
     changes: dict[str, Any] = {"feedback": None, "status": "running", "checkpoint": None}
@@ -62,7 +62,7 @@ def record_gate(engine, s: Session, rec: GateRecord) -> None:
         changes.update(_fail_changes(engine, s, rec, entry))
     concerns = [{"stage": stage.id, "text": c} for c in judging.concerns_of(outcome.verdict)] if passed else []
     unfrozen = frozen.unfrozen(s.state, passed, changes)  # a loopback to a stage unfreezes its artifacts
-    engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes, evidence_sha256=rec.evidence.sha256,
+    engine._record(s, RecordType.GATE, stage=stage.id, entry=entry, set=changes,  # the hash is in the entry
                    **({"concerns": concerns} if concerns else {}), **({"unfrozen": unfrozen} if unfrozen else {}))
     _tell(engine, s, rec, entry)
 

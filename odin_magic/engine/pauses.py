@@ -85,6 +85,6 @@ def risky_at_pause(engine, s: Session) -> list[str]:
     if last is None or last.evidence is None or not s.loop.risk:
         return []
     try:
-        return list(gate_evidence.read(s.handle.run_dir, last.evidence).get("risky") or [])
+        return list(gate_evidence.read_entry(s.handle.run_dir, last).get("risky") or [])
     except (OSError, ValueError):
         return []

@@ -103,7 +103,9 @@ def last_failure(run_dir: Any, history: Sequence[HistoryEntry]) -> str | None:
     evidence = None
     if entry.evidence:
         try:
-            evidence = evidence_log.read(run_dir, entry.evidence)
+            evidence = evidence_log.read_entry(run_dir, entry)
+        except evidence_log.EvidenceChanged as exc:  # a command changed it: never shown as the gate's
+            return failure_brief(entry.stage, entry.reason, None) + f"\n\n(its evidence is not shown: {exc})"
         except (OSError, ValueError):  # unreadable evidence: the reason alone still says something
             evidence = None
     return failure_brief(entry.stage, entry.reason, evidence)

@@ -100,6 +100,8 @@ def _performed(engine, s: Session, job: StageJob, sink, runner: InterviewRunner 
 def _record(engine, s: Session, gate: gate_pipeline.StageGate, outcome, done_check) -> None:
     """The evaluation's evidence, then its record (and, when the checks before done failed, why)."""
     st, stage, produces = s.state, gate.stage, gate.produces
+    if not tamper.evidence_intact(engine, s):
+        return  # a command changed the evidence the history names: the run is blocked, nothing is recorded
     at = engine._now()
     number = len(st.history) + 1
     evidence = s.handle.evidence.append(outcome.evidence(stage.id, number, at))

@@ -1,4 +1,5 @@
-"""What the engine owns, checked where no sandbox keeps workers out of it: the run's ``loop.json``.
+"""What the engine owns, checked where no sandbox keeps workers out of it: the run's ``loop.json`` and its
+gate evidence.
 
 Without a sandbox (``sandbox: off``, or no bubblewrap) a worker's ``bash`` can rewrite
 ``$ODIN_RUN_DIR/loop.json``, e.g. delete the next stage's ``gate.run`` or ``scope``. The run records
@@ -7,6 +8,12 @@ the engine compares it when it opens the run to drive it (a resume, an approve, 
 stage starts, before the last stage's gate is recorded (the run would end unseen), and before a fork
 copies it. A mismatch stops the run as ``blocked`` (kind ``tampered``) with the file named: the changed
 loop is never executed.
+
+Likewise the gate evidence (``gates/evidence.jsonl``): every line the history names must be the line the
+engine wrote (its sha256 and length are in the history entry; :mod:`odin_magic.runs.evidence_seal`, an
+incremental check). It is checked when the run is opened to drive it and before each gate's evidence is
+appended (so before every gate is recorded); a deleted, truncated or rewritten line blocks the run
+(``tampered``) with the file named.
 """
 
 from __future__ import annotations
@@ -18,18 +25,20 @@ from odin_magic.runs.store import RunHandle, loop_changed
 
 FIX = ("revert it (put back the loop the run started with) and `odin run` continues; "
        "or `odin abandon` and start a new run")
+EVIDENCE_FIX = ("restore the file as the engine wrote it (from a backup or a copy) and `odin run` continues; "
+                "or `odin abandon` and start a new run")
 
 
 class LoopTampered(RunRefused):
     """The run's loop.json is not the loop the run started with: the run is blocked, nothing is executed."""
 
 
-def _block(engine, handle: RunHandle, why: str) -> None:
+def _block(engine, handle: RunHandle, why: str, fix: str = FIX) -> None:
     """Record the block (once: a run already blocked for it is not blocked again) and tell it."""
     st = handle.state
     if st.status == "blocked" and st.blocked is not None and st.blocked.kind == "tampered" and st.blocked.reason == why:
         return
-    blocked = {"kind": "tampered", "stage": st.current_stage, "reason": why, "fix": FIX}
+    blocked = {"kind": "tampered", "stage": st.current_stage, "reason": why, "fix": fix}
     with engine._view_lock:
         handle.record(RecordType.BLOCKED, engine._now(), stage=st.current_stage,
                       set=StatePatch(status="blocked", blocked=blocked))
@@ -40,11 +49,13 @@ def _block(engine, handle: RunHandle, why: str) -> None:
 
 def check_on_open(engine, handle: RunHandle) -> None:
     """Before the run's loop drives anything: :class:`LoopTampered` (the run blocked) when loop.json changed."""
-    why = handle.loop_changed()
+    why, fix = handle.loop_changed(), FIX
+    if why is None:
+        why, fix = handle.evidence.seal.problem(handle.state.history), EVIDENCE_FIX
     if why is None:
         return
-    _block(engine, handle, why)
-    raise LoopTampered(f"run {handle.run_id} is blocked: {why}", hint=FIX)
+    _block(engine, handle, why, fix)
+    raise LoopTampered(f"run {handle.run_id} is blocked: {why}", hint=fix)
 
 
 def check_source(engine, run_id: str) -> None:
@@ -60,4 +71,14 @@ def loop_intact(engine, s: Session) -> bool:
     if why is None:
         return True
     _block(engine, s.handle, why)
+    return False
+
+
+def evidence_intact(engine, s: Session) -> bool:
+    """Before a gate's evidence is appended: True when every line the history names is as written; else the
+    run is blocked (False) and nothing is recorded."""
+    why = s.handle.evidence.seal.problem(s.state.history)
+    if why is None:
+        return True
+    _block(engine, s.handle, why, EVIDENCE_FIX)
     return False

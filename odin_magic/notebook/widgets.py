@@ -27,7 +27,7 @@ from odin_magic.render.displays import (
 from odin_magic.runs.events import EngineEvent
 from odin_magic.render.text import BLOCKED as BLOCKED_MARK, cost_text, format_event
 from odin_magic.loop.schema import Loop
-from odin_magic.runs.state import RunState, Usage
+from odin_magic.runs.state import HistoryEntry, RunState, Usage
 
 PREVIEW_CHARS = 1500
 MAX_OUTPUT_ENTRIES = 400
@@ -85,7 +85,7 @@ class VerdictPages:
         self._w = w
         self.count = 0  # the run's verdicts so far, shown or not
         self._pages: list[tuple[object, list[VerdictRecord]]] = []  # (HTML widget, its verdicts), oldest first
-        self._deferred: tuple[Path, list[tuple[str, str]]] | None = None  # (run dir, [(stage, evidence)]) unread
+        self._deferred: tuple[Path, list[tuple[str, HistoryEntry]]] | None = None  # (run dir, [(stage, entry)]) unread
         self.note = w.HTML()
         self.pages = w.VBox([self.note])
         self.box = w.Accordion(children=[self.pages])
@@ -110,13 +110,13 @@ class VerdictPages:
 
     def defer(self, run_dir: Path, history: Sequence) -> None:
         """An existing run's verdicts: counted now, read from their evidence files when the section opens."""
-        latest: list[tuple[str, str]] = []
+        latest: list[tuple[str, HistoryEntry]] = []
         total = 0
         for entry in reversed(history):
             if entry.evidence:
                 total += 1
                 if len(latest) < VERDICT_PAGE * VERDICT_PAGES:
-                    latest.append((entry.stage, entry.evidence))
+                    latest.append((entry.stage, entry))
         latest.reverse()
         self._deferred = (run_dir, latest) if latest else None
         self.count += total
@@ -176,10 +176,10 @@ class VerdictPages:
         self.box.set_title(0, f"gate verdicts ({self.count})")
 
 
-def _read_verdict(reader: gate_evidence.EvidenceReader, rel: str) -> VerdictRecord | None:
+def _read_verdict(reader: gate_evidence.EvidenceReader, entry: HistoryEntry) -> VerdictRecord | None:
     try:
-        return VerdictRecord.from_evidence(reader.read(rel))
-    except (OSError, ValueError):
+        return VerdictRecord.from_evidence(reader.read_entry(entry))
+    except (OSError, ValueError):  # EvidenceChanged too: a changed line is never shown as the gate's verdict
         return None  # missing or torn evidence: the history entry still shows in the checklist
 
 

@@ -36,7 +36,7 @@ from odin_magic.runs.errors import RunCorrupt
 from odin_magic.runs.log import LOG_NAME, iter_log
 from odin_magic.runs.records import Notice
 from odin_magic.loop.schema import Loop
-from odin_magic.runs.state import RunState, Usage
+from odin_magic.runs.state import HistoryEntry, RunState, Usage
 from odin_magic.render.metric_text import metric_lines
 from odin_magic.render.text import cost_text, history_with_reverts
 from odin_magic.runs.metric_history import series_of
@@ -58,11 +58,15 @@ class _Gathered:
     unsandboxed: str | None = None  # the run-start warning that the run is unsandboxed (engine/sandboxing.py)
     delivery: str | None = None  # what the loop's `deliver:` did at done (engine/run_end.py), its first line
     metrics: list = field(default_factory=list)  # the metric gates' series (runs.metric_history.MetricSeries)
+    changed: list[str] = field(default_factory=list)  # the evidence lines changed after they were written
 
 
-def _read_evidence(reader: gate_evidence.EvidenceReader, ref: str) -> dict:
+def _read_evidence(reader: gate_evidence.EvidenceReader, entry: HistoryEntry, g: _Gathered) -> dict:
     try:
-        return reader.read(ref)
+        return reader.read_entry(entry)
+    except gate_evidence.EvidenceChanged:  # never forged content shown as real
+        g.changed.append(f"{entry.stage} ({entry.evidence})")
+        return {}
     except (OSError, ValueError):
         return {}
 
@@ -98,7 +102,7 @@ def _gather(state: RunState, run_dir: Path, loop: Loop | None = None) -> _Gather
         g.delivery = _delivery(run_dir)
     with gate_evidence.EvidenceReader(run_dir) as reader:  # the evidence file opened once for the whole history
         for entry in state.history:
-            ev = _read_evidence(reader, entry.evidence) if entry.evidence else {}
+            ev = _read_evidence(reader, entry, g) if entry.evidence else {}
             g.evidence.append(ev)
             if ev.get("completion"):
                 g.completion = ev["completion"]
@@ -170,6 +174,8 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
         head.append(f"- **sandbox**: {g.unsandboxed}")
     if g.delivery:
         head.append(f"- **delivery**: {g.delivery}")
+    if g.changed:
+        head.append(f"- **evidence**: {gate_evidence.CHANGED}, not shown: " + ", ".join(g.changed))
     if state.failure_reason:
         head.append(f"- **why it failed**: {state.failure_reason}")
     if state.status == "blocked" and state.blocked is not None:

@@ -164,7 +164,7 @@ def stage_diff(checkpoints: Checkpoints, state: RunState, selector: str | None =
 def _marked_outside(files: list[FileDiff], run_dir: Path, entry: HistoryEntry) -> list[FileDiff]:
     """``files`` with the reason of each one the entry's gate evidence lists as changed outside the run."""
     try:
-        changes = gate_evidence.read(run_dir, entry.evidence).get("changes") or [] if entry.evidence else []
+        changes = gate_evidence.read_entry(run_dir, entry).get("changes") or []
     except (OSError, ValueError):  # unreadable evidence: the diff is still the diff
         return files
     outside = {c.get("path"): c["outside"] for c in changes if isinstance(c, dict) and c.get("outside")}

@@ -29,14 +29,15 @@ from typing import BinaryIO
 
 from odin_magic.core.atomic import open_append
 from odin_magic.core.secrets import redact_text
-
-EVIDENCE_LOG = "gates/evidence.jsonl"
+from odin_magic.runs.evidence_seal import CHANGED, EVIDENCE_LOG, EvidenceSeal, line_problem
+from odin_magic.runs.state import HistoryEntry
 
 
 @dataclass(frozen=True)
 class EvidenceRef:
     path: str  # the history entry's reference: gates/evidence.jsonl#<offset>
-    sha256: str  # of the line's bytes, for the gate's event-log record
+    sha256: str  # of the line's bytes, for the gate's event-log record and its history entry
+    size: int = 0  # the line's length in bytes (its history entry's ``evidence_bytes``)
 
 
 class EvidenceLog:
@@ -52,17 +53,31 @@ class EvidenceLog:
         self._cut = cut_unnamed
         self._file = None
         self._end = 0
+        self.seal = EvidenceSeal(self.run_dir)  # the check that the lines the history names are as written
 
     def append(self, evidence: dict) -> EvidenceRef:
         """Append one evaluation's evidence (no fsync: the gate record that names it carries its hash).
         No configured secret's value is written (:mod:`odin_magic.core.secrets`)."""
         text = redact_text(json.dumps(evidence, ensure_ascii=False, separators=(",", ":")))
         line = (text + "\n").encode("utf-8")
-        f = self._file or self._open()
-        offset = self._end
+        f = self._file if self._file is not None and self._same_file() else self._open()
+        before = os.fstat(f.fileno())
+        offset = before.st_size  # the file's real end (O_APPEND writes there), whatever a command did to it
         f.write(line)
-        self._end += len(line)
-        return EvidenceRef(f"{EVIDENCE_LOG}#{offset}", hashlib.sha256(line).hexdigest())
+        self._end = offset + len(line)
+        self.seal.appended(f.fileno(), before)
+        return EvidenceRef(f"{EVIDENCE_LOG}#{offset}", hashlib.sha256(line).hexdigest(), len(line))
+
+    def _same_file(self) -> bool:
+        """The held file is still the one at the path (a command may have replaced it)."""
+        try:
+            held, now = os.fstat(self._file.fileno()), os.lstat(self.path)
+        except OSError:
+            now = None
+        if now is not None and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+            return True
+        self.close()
+        return False
 
     def _open(self):
         f = open_append(self.path, self.run_dir, binary=True)  # gates/ made when missing; never through a link
@@ -71,6 +86,7 @@ class EvidenceLog:
         if named < end:  # lines no gate record names: a crash came between an evaluation and its record
             f.truncate(named)
             end = named
+        self._cut = False  # once: a file opened again (a command replaced it) holds this driver's own lines
         if end:  # a line torn by a crash mid-append (or lost by a power cut): the next starts a line of its own
             with open(self.path, "rb") as r:
                 r.seek(end - 1)
@@ -105,6 +121,16 @@ def read(run_dir: Path, ref: str) -> dict:
         return reader.read(ref)
 
 
+class EvidenceChanged(ValueError):
+    """The line a history entry names is not the line the engine wrote (:data:`CHANGED`)."""
+
+
+def read_entry(run_dir: Path, entry: HistoryEntry) -> dict:
+    """:meth:`EvidenceReader.read_entry` of one entry."""
+    with EvidenceReader(run_dir) as reader:
+        return reader.read_entry(entry)
+
+
 class EvidenceReader:
     """Reads the evidence of many history entries with each file opened once (a report over a whole run)."""
 
@@ -120,6 +146,26 @@ class EvidenceReader:
             f.close()
         self._open.clear()
 
+    def read_entry(self, entry: HistoryEntry) -> dict:
+        """The evidence ``entry`` names, or :class:`EvidenceChanged` when its line is not the line the engine
+        wrote (its hash, recorded in the entry, differs: never forged content shown as real)."""
+        if entry.evidence is None:
+            return {}
+        if entry.evidence_sha256 is not None and "#" in entry.evidence:
+            name = entry.evidence.partition("#")[0]
+            if name == EVIDENCE_LOG:
+                f = self._file(name)
+                why = line_problem(f, entry)
+                if why is not None:
+                    raise EvidenceChanged(f"{entry.evidence}: {CHANGED} ({why})")
+        return self.read(entry.evidence)
+
+    def _file(self, name: str) -> BinaryIO:
+        f = self._open.get(name)
+        if f is None:
+            f = self._open[name] = open(self.run_dir / name, "rb")
+        return f
+
     def read(self, ref: str) -> dict:
         """:func:`read`."""
         name, _, offset = ref.partition("#")
@@ -130,9 +176,7 @@ class EvidenceReader:
         else:
             if not offset.isdigit():
                 raise ValueError(f"{ref!r}: the offset is not a number")
-            f = self._open.get(name)
-            if f is None:
-                f = self._open[name] = open(self.run_dir / name, "rb")
+            f = self._file(name)
             f.seek(int(offset))
             line = f.readline()
             if not line.endswith(b"\n"):

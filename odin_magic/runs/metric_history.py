@@ -113,7 +113,7 @@ def read_series(run_dir: Path, history: Iterable, stages: set[str] | None = None
             if wanted and entry.evidence and entry.evidence not in seen:  # an approval names its gate's again
                 seen.add(entry.evidence)
                 try:
-                    ev = reader.read(entry.evidence)
+                    ev = reader.read_entry(entry)  # a line changed after it was written: skipped (ValueError)
                 except (OSError, ValueError):
                     ev = {}
             names.append(entry.stage)

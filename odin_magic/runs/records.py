@@ -241,7 +241,8 @@ class Gate(Record):
 
     @property
     def evidence_sha256(self) -> str | None:
-        return self.get("evidence_sha256")
+        """The evidence line's sha256: in the entry (earlier versions put it beside the entry)."""
+        return (self.get("entry") or {}).get("evidence_sha256") or self.get("evidence_sha256")
 
 
 class Approved(Record):

@@ -158,6 +158,8 @@ class HistoryEntry:
     failure: Literal["recoverable", "environment", "repeated", "blocked"] | None = None  # fail entries: the routing class
     checkpoint: str | None = None  # the project tree before this stage execution (odin_magic.runs.checkpoints)
     after: str | None = None  # ... and after its work, before its gate
+    evidence_sha256: str | None = None  # the evidence line's sha256 as the engine wrote it (runs/evidence_seal.py)
+    evidence_bytes: int | None = None  # ... and its length (None in runs of earlier versions)
 
     @classmethod
     def model_validate(cls, data: Any) -> "HistoryEntry":

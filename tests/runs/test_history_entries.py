@@ -79,7 +79,8 @@ def test_every_history_entry_reaches_the_readers(run):
     assert [e.failure for e in state.history if e.result == "fail"] == ["recoverable", "environment", "repeated", "blocked"]
     assert state.history[-1].model_dump() == {"stage": "build", "result": "pass", "gate": "ai", "at": "2026-06-14T14:38:00",
                                               "agent": None, "reason": None, "evidence": None, "failure": None,
-                                              "checkpoint": None, "after": None}
+                                              "checkpoint": None, "after": None, "evidence_sha256": None,
+                                              "evidence_bytes": None}
 
 
 def test_history_entries_keep_their_fields_in_slots(run):

@@ -11,6 +11,7 @@ import pytest
 from support.loops import pingpong_loop
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.core.errors import RunLocked
+from odin_magic.runs.records import parse_record
 from odin_magic.runs.state import DryOptions
 from odin_magic.runs.store import (
     LOG_NAME, STATE_NAME, RunCorrupt, RunLock, RunStore, fold, last_record, load_run, read_log, write_atomic
@@ -61,7 +62,10 @@ def test_a_gate_record_names_its_evidence_by_hash(finished):
         name, _, offset = r["entry"]["evidence"].partition("#")
         with open(run_dir / name, "rb") as f:
             f.seek(int(offset))
-            assert r["evidence_sha256"] == hashlib.sha256(f.readline()).hexdigest()
+            line = f.readline()
+            assert r["entry"]["evidence_sha256"] == hashlib.sha256(line).hexdigest()
+            assert r["entry"]["evidence_bytes"] == len(line)
+            assert parse_record(r).evidence_sha256 == r["entry"]["evidence_sha256"]
 
 
 def test_a_dry_gate_record_does_not_carry_the_script(project, write_loop):
