@@ -25,15 +25,15 @@ a project path some stage of the loop ``produces`` (both by name).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.artifacts import in_run_dir
-from odin_magic.loop.diagnostics import Diagnostic
+from odin_magic.loop.diagnostics import Diagnostic, DocumentReport
 from odin_magic.loop.globs import matches
 from odin_magic.loop.manifest import Criterion
 from odin_magic.loop.schema import GateCommand, Loop, Measure, NonBlank, is_plain_name
@@ -123,19 +123,9 @@ class Contract(_Strict):
 
 
 @dataclass
-class ContractReport:
-    path: str
+class ContractReport(DocumentReport):
     contract: Contract | None = None
-    errors: list[Diagnostic] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def format(self) -> str:
-        lines = [str(d) for d in self.errors]
-        lines.append(f"{self.path}: contract {'ok' if self.ok else 'INVALID'} ({len(self.errors)} error(s))")
-        return "\n".join(lines)
+    WHAT: ClassVar[str] = "contract"
 
 
 def contract_path(project_dir: Path, phase_id: str) -> Path:

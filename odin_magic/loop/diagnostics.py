@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.schema import Loop
@@ -38,6 +38,24 @@ class Diagnostic:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class DocumentReport:
+    """The outcome of checking one document beside the loops (an acceptance manifest, a phase contract)."""
+
+    path: str
+    errors: list[Diagnostic] = field(default_factory=list)
+    WHAT: ClassVar[str] = "document"  # how format() names it
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def format(self) -> str:
+        lines = [str(d) for d in self.errors]
+        lines.append(f"{self.path}: {self.WHAT} {'ok' if self.ok else 'INVALID'} ({len(self.errors)} error(s))")
+        return "\n".join(lines)
 
 
 @dataclass

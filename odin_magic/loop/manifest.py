@@ -25,14 +25,15 @@ field, as the loop validator does.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from odin_magic.core.errors import OdinError
-from odin_magic.loop.validation import Diagnostic, _Checker, _kind
+from odin_magic.loop.diagnostics import Diagnostic, DocumentReport
+from odin_magic.loop.validation import _Checker, _kind
 from odin_magic.loop.yamlsource import MAX_BYTES, YamlError, decode_text, load_yaml
 
 MANIFEST_NAME = "acceptance.yaml"
@@ -77,19 +78,9 @@ class Manifest(BaseModel):
 
 
 @dataclass
-class ManifestReport:
-    path: str
+class ManifestReport(DocumentReport):
     manifest: Manifest | None = None
-    errors: list[Diagnostic] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def format(self) -> str:
-        lines = [str(d) for d in self.errors]
-        lines.append(f"{self.path}: acceptance manifest {'ok' if self.ok else 'INVALID'} ({len(self.errors)} error(s))")
-        return "\n".join(lines)
+    WHAT: ClassVar[str] = "acceptance manifest"
 
     def to_dict(self) -> dict:
         return {"path": self.path, "ok": self.ok, "errors": [d.to_dict() for d in self.errors]}
