@@ -46,6 +46,7 @@ class Execution:
     sink: EventSink
     stepping: bool = False
     edit_checks: list[dict] = field(default_factory=list)  # the worker's fast-fail checks of what it wrote
+    earlier: dict[str, str | None] | None = None  # compared run-dir artifacts before it (judge_compare.earlier_versions)
 
 
 @dataclass(frozen=True, kw_only=True)

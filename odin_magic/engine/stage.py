@@ -9,7 +9,7 @@ from pathlib import Path
 
 from odin_magic.core.confine import Confinement, PathEscapes
 from odin_magic.engine import (
-    frozen, gate_pipeline, gate_record, gates, reporting_stage as reporting, retry_brief, tamper
+    frozen, gate_pipeline, gate_record, gates, judge_compare, reporting_stage as reporting, retry_brief, tamper
 )
 from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.interview.awaiting import AwaitingAnswer
@@ -49,6 +49,7 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     runner = interview_runner_for(engine, s, stage)  # a deep-interview stage goes to the interview runner
     before, fresh = checkpoint_before(engine, s, stage, last) if perform and engine.takes_checkpoints else (None, False)
     found = artifact_stats(produces) if fresh else None  # a resumed execution's work may have begun before
+    earlier = judge_compare.earlier_versions(stage, produces) if fresh else None  # a compare gate's before
     if perform:
         engine._emit("stage_started", st, stage=stage.id, text=stage.display_title,
                      data={"agent": agent.label, "fresh": agent.fresh, "step": stepping, "feedback": st.feedback})
@@ -64,7 +65,8 @@ def run_stage(engine, s: Session, stage: Stage, stepping: bool, perform: bool = 
     ckpt = checkpoint_after(engine, before, quiet) if before is not None else None
     worked = len(tools)  # the tool calls before the checkpoint after the work: the gate's own come after
     gate = gate_pipeline.stage_gate(engine, s, gate_pipeline.Execution(
-        job, (produces, consumes), runner, ckpt, sink, stepping=stepping, edit_checks=result.edit_checks))
+        job, (produces, consumes), runner, ckpt, sink, stepping=stepping, edit_checks=result.edit_checks,
+        earlier=earlier))
     decided = gate_pipeline.run_gate(gate)
     if decided is None:
         return  # the gate's usage put the run over budget

@@ -107,6 +107,7 @@ class JudgeJob:
     concerns: list[str] = field(default_factory=list)  # earlier judges' concerns, carried forward
     memory: str | None = None  # relevant decisions and lessons of earlier runs (odin_magic.learning.memory)
     inputs: str | None = None  # consumes, diff, files the check names, tool log (odin_magic.engine.judge_context)
+    earlier: dict[str, str | None] | None = None  # a compared stage's run-dir artifacts before it (None: not there)
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,17 @@ class CompareResult:
     problem: str | None = None  # why there is no comparison
 
 
+def _cut(text: str | None, missing: str) -> str:
+    if not text:
+        return missing
+    cut = f"\n[… {len(text) - ARTIFACT_CHARS} more characters cut]" if len(text) > ARTIFACT_CHARS else ""
+    return text[:ARTIFACT_CHARS] + cut
+
+
 def compare_brief(job: JudgeJob) -> str:
     """The rubric, the task, the change (the stage's inputs: the diff shows the before of every changed
-    line) and the artifacts as they are after it."""
+    project line), each run-dir artifact as it was before (kept when the execution began) and every artifact
+    as it is after."""
     parts = [f"# Rubric\n\n{job.stage.gate.check}", f"# Task of the run\n\n{job.task}",
              f"# The stage\n\n{job.stage.id}: {job.stage.goal or job.stage.title or ''}".rstrip()]
     if job.inputs:
@@ -66,8 +74,9 @@ def compare_brief(job: JudgeJob) -> str:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             text = f"(cannot be read: {exc})"
-        cut = f"\n[… {len(text) - ARTIFACT_CHARS} more characters cut]" if len(text) > ARTIFACT_CHARS else ""
-        parts.append(f"# Artifact {name}, AFTER the change\n\n{text[:ARTIFACT_CHARS]}{cut}")
+        if job.earlier is not None and name in job.earlier:
+            parts.append(f"# Artifact {name}, BEFORE the change\n\n" + _cut(job.earlier[name], "(it did not exist)"))
+        parts.append(f"# Artifact {name}, AFTER the change\n\n" + _cut(text, "(empty)"))
     parts.append("Score the version BEFORE the change and the version AFTER it with the rubric.")
     return redact("\n\n".join(parts))
 

@@ -97,6 +97,11 @@ def test_a_worse_after_fails_its_gate_and_loops_back(project, write_loop):
                                                                       ("write", "pass", None)]
     assert state.history[0].reason.startswith("judge score (of 10) 7 → 5 (−29%) ❌: worse than the baseline by 2")
     assert state.status == "done"
+    # guide.md lives in the run dir, which has no checkpoints: its before is kept as each execution starts
+    first, second = (r.body["messages"][0]["content"] for r in compare_requests(fake))
+    assert "# Artifact guide.md, BEFORE the change\n\n(it did not exist)" in first
+    assert "# Artifact guide.md, BEFORE the change\n\n# Guide\n\ntool\n" in second
+    assert "# Artifact guide.md, AFTER the change\n\n# Guide\n\npip install tool" in second
 
 
 def test_a_dry_run_leaves_the_gate_to_the_judge_and_says_so(project, write_loop):
