@@ -75,7 +75,7 @@ class NotebookRunner:
         """The engine for reads: it answers status/runs/active while it drives (live state)."""
         return self.engine
 
-    def _ensure_model_worker(self, dry: bool) -> None:
+    def ensure_model_worker(self, dry: bool) -> None:
         """Build the model worker now, in the cell, so that a missing key or bad setting is reported here."""
         if not dry and self.engine.worker is None and self._worker_factory is not None:
             self.engine.worker = self._worker_factory(self.project_dir)
@@ -196,7 +196,7 @@ class NotebookRunner:
         from odin_magic.engine.orchestrator import require_task
 
         require_task(task)  # before any view appears
-        self._ensure_model_worker(dry is not None)
+        self.ensure_model_worker(dry is not None)
         created = threading.Event()
 
         def on_event(event) -> None:
@@ -245,7 +245,7 @@ class NotebookRunner:
         state = self.active() or self._latest_failed()
         if state is None:
             self._require_active()  # raises the clear error
-        self._ensure_model_worker(state.dry is not None)
+        self.ensure_model_worker(state.dry is not None)
         require_stage(self.engine.loop_for(state.run_id), stage)
         require_not_paused(state)
         self._submit(f"step {stage}", lambda: self.engine.step(stage), ready)
@@ -354,5 +354,5 @@ class NotebookRunner:
         if state is None:
             raise NoActiveRun(f"no active run in {self.project_dir}",
                               hint='start one: %odin run LOOP --task "..." (%odin runs lists past runs)')
-        self._ensure_model_worker(state.dry is not None)
+        self.ensure_model_worker(state.dry is not None)
         return state

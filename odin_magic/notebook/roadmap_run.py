@@ -43,7 +43,7 @@ def drive_roadmap(magics, options):
 
     runner = magics.runner()
     runner.drive.refuse_if_busy()
-    runner._ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
+    runner.ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
     options.settings = magics.settings()  # a contract proposal asks the same model
     outcome = RoadmapDriver(runner.engine, options=options).run()
     return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report))
