@@ -184,7 +184,7 @@ def _start_commit(store: Checkpoints, repo: UserRepo, first: str) -> tuple[str, 
     """The commit the run started on: the user's HEAD as the run's first checkpoint keeps it (``.git/HEAD``
     and its branch's ref, under TREE_GIT); else (a run without it) the current branch's HEAD, said so."""
     entries = store.entries(first)
-    blobs = store._blobs([e.sha for p, e in entries.items() if p.startswith(TREE_GIT)])  # noqa: SLF001 - the store's reader
+    blobs = store.blobs([e.sha for p, e in entries.items() if p.startswith(TREE_GIT)])
     data = {p[len(TREE_GIT):]: blobs[e.sha].decode("utf-8", "replace") for p, e in entries.items() if e.sha in blobs}
     head = data.get("HEAD", "").strip()
     sha = head
@@ -317,7 +317,7 @@ class _Facts:
 
     def blobs(self, steps: list[Step]) -> dict[str, bytes]:
         shas = [v.sha for s in steps for v in s.changes.values() if v is not None]
-        return self.engine.checkpoints._blobs(shas)  # noqa: SLF001 - the store's own (verified) reader
+        return self.engine.checkpoints.blobs(shas)
 
     def goal(self, stage: str) -> str:
         if stage == "squash":

@@ -293,7 +293,7 @@ class Checkpoints:
         written again whenever it differs)."""
         if self._rules is None or self._rules[0] != tree:
             found = {path: entry.sha for path, entry in self.entries(tree).items() if listing.is_gitignore(path)}
-            blobs = self._blobs(list(found.values()))
+            blobs = self.blobs(list(found.values()))
             self._rules = (tree, listing.root_rules({p: blobs[sha] for p, sha in found.items()}))
         keep(self.stage_rules, self._rules[1], self.git_dir)  # never through a worker's link
 
@@ -492,7 +492,7 @@ class Checkpoints:
         store fails before anything changes, and leaves no journal to roll forward)."""
         now, then = self.entries(current), self.entries(target)
         wanted = {p: e for p, e in then.items() if now.get(p) != e}
-        blobs = self._blobs([e.sha for e in wanted.values()])
+        blobs = self.blobs([e.sha for e in wanted.values()])
         if journal:
             write_atomic(self.journal, json.dumps({"from": current, "to": target}))
         # removals first, deepest first: a file or link where the target has a directory goes before the
@@ -506,7 +506,8 @@ class Checkpoints:
         for path, entry in sorted(wanted.items()):
             self._write(path, entry, blobs[entry.sha], inside)
 
-    def _blobs(self, shas: list[str]) -> dict[str, bytes]:
+    def blobs(self, shas: list[str]) -> dict[str, bytes]:
+        """The bytes of each blob (by its sha) of the store, read in one `git cat-file --batch`."""
         if not shas:
             return {}
         unique = list(dict.fromkeys(shas))

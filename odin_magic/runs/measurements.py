@@ -76,7 +76,7 @@ def laid_out(checkpoints: Checkpoints, checkpoint: str, dest: Path) -> Path:
     project (the user's ``.git`` files the checkpoint keeps are left out). :class:`CheckpointError` when the
     store cannot give it."""
     entries = checkpoints.entries(checkpoint)
-    blobs = checkpoints._blobs([e.sha for e in entries.values()])  # noqa: SLF001 - the store's own reader
+    blobs = checkpoints.blobs([e.sha for e in entries.values()])
     dest = Path(dest)
     for path, entry in sorted(entries.items()):
         rel = listing.to_user(path)
