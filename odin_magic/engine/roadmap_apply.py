@@ -20,6 +20,7 @@ import yaml
 
 from odin_magic.engine.completion import code_stage
 from odin_magic.loop.contract import Contract
+from odin_magic.loop.manifest import INTERVIEW_ID
 from odin_magic.loop.schema import Loop
 
 
@@ -58,10 +59,15 @@ def _gate(gate: dict, contract: Contract, notes: list[str], stage_id: str) -> No
                          "give the contract's gate `run:` commands")
 
 
-def manifest_text(contract: Contract) -> str | None:
-    """The run's acceptance.yaml for the contract's criteria (None when it has none)."""
+def manifest_text(contract: Contract, phase_id: str) -> str | None:
+    """The run's acceptance.yaml for the contract's criteria (None when it has none). An id of the deep
+    interview's own form (``AC1``) becomes ``<phase>.AC1``, so that an interview in the run keeps the
+    contract's criteria beside its own (:func:`odin_magic.loop.manifest.render_manifest`)."""
     if not contract.criteria:
         return None
     criteria = [c.model_dump(exclude_none=True) for c in contract.criteria]
+    for c in criteria:
+        if INTERVIEW_ID.fullmatch(c["id"]):
+            c["id"] = f"{phase_id}.{c['id']}"
     return ("# The phase contract's acceptance criteria (written by `odin roadmap run`; see docs/roadmap.md).\n"
             + yaml.safe_dump({"criteria": criteria}, sort_keys=False, allow_unicode=True, width=100))

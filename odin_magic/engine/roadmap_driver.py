@@ -200,7 +200,7 @@ class RoadmapDriver:
 
     def _continue(self, roadmap: Roadmap, contract: Contract, p: PhaseProgress) -> RunState:
         run_dir = self.engine.run_dir(p.last_run)
-        text = manifest_text(contract)
+        text = manifest_text(contract, p.phase_id)
         if text is not None and not (run_dir / MANIFEST_NAME).exists():  # a crash before it was written
             write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
         with self._listening(roadmap, contract, None):
@@ -216,7 +216,7 @@ class RoadmapDriver:
         def listen(event) -> None:
             if event.kind == "run_started" and phase is not None:
                 run_dir = self.engine.run_dir(event.run_id)
-                text = manifest_text(contract)
+                text = manifest_text(contract, phase.id)
                 if text is not None:
                     write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
                 append_record(self.project, "started", phase.id, run_id=event.run_id)

@@ -25,6 +25,7 @@ field, as the loop validator does.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -180,25 +181,39 @@ def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+#: the ids the deep interview numbers its criteria with (spec.md's AC1, AC2, ...)
+INTERVIEW_ID = re.compile(r"AC\d+")
+
+
 def render_manifest(numbered: list[tuple[str, str, str]], existing: Manifest | None = None) -> str:
     """acceptance.yaml for the interview's ``(id, component, text)`` criteria.
 
     A criterion already in ``existing`` keeps its priority, verify command and timeout
-    (a planner may have given it a command); new ones are P0, ``verify: judge``.
+    (a planner may have given it a command); new ones are P0, ``verify: judge``. A criterion the
+    interview did not write (an id not of its ``AC<n>`` form: a roadmap phase contract's) is kept as it is.
     """
     kept = {c.id: c for c in existing.criteria} if existing is not None else {}
     out = ["# Acceptance criteria of this run (written by the deep interview; see docs/verification.md).",
            "# Give each criterion a `verify` command where a command can decide it.", "criteria:"]
     for cid, component, text in numbered:
         old = kept.get(cid)
-        out += [f"  - id: {cid}",
-                f"    priority: {old.priority if old else 'P0'}",
-                f"    component: {_quoted(component)}",
-                f"    text: {_quoted(text)}",
-                f"    verify: {_quoted(old.verify) if old else JUDGE}"]
-        if old is not None and old.timeout is not None:
-            out.append(f"    timeout: {old.timeout:g}")
+        out += _criterion_lines(cid, old.priority if old else "P0", component, text, old.verify if old else JUDGE,
+                                old.timeout if old else None)
+    for c in kept.values():
+        if not INTERVIEW_ID.fullmatch(c.id):
+            out += _criterion_lines(c.id, c.priority, c.component, c.text, c.verify, c.timeout)
     return "\n".join(out) + "\n"
+
+
+def _criterion_lines(cid: str, priority: str, component: str | None, text: str, verify: str,
+                     timeout: float | None) -> list[str]:
+    lines = [f"  - id: {cid}", f"    priority: {priority}"]
+    if component is not None:
+        lines.append(f"    component: {_quoted(component)}")
+    lines += [f"    text: {_quoted(text)}", f"    verify: {_quoted(verify)}"]
+    if timeout is not None:
+        lines.append(f"    timeout: {timeout:g}")
+    return lines
 
 
 def existing_manifest(run_dir: Path) -> Manifest | None:

@@ -105,6 +105,23 @@ def test_render_keeps_a_planners_verify_commands():
     assert by_id["AC2"].text == 'has a "docstring"'
 
 
+def test_render_keeps_a_phase_contracts_criteria_and_drops_a_stale_interview_one():
+    """A roadmap phase's contract wrote acceptance.yaml before the run's interview: the interview's own
+    criteria (AC<n>) are rewritten from its spec, a contract's (any other id) stay as they are."""
+    existing = validate_manifest_text(
+        "criteria:\n"
+        "  - {id: p1.AC1, priority: P0, text: the CLI prints the count, verify: python -m pytest -q -k count}\n"
+        "  - {id: LAT-1, priority: P1, text: p95 under 160 ms, verify: judge, timeout: 30}\n"
+        "  - {id: AC7, priority: P0, text: a criterion an earlier interview round wrote, verify: judge}\n", "x").manifest
+    text = render_manifest([("AC1", "Counting", "counts words")], existing)
+    report = validate_manifest_text(text, "x", ["AC1"])
+    assert report.ok, report.format()
+    assert [c.id for c in report.manifest.criteria] == ["AC1", "p1.AC1", "LAT-1"]
+    by_id = {c.id: c for c in report.manifest.criteria}
+    assert by_id["p1.AC1"].verify == "python -m pytest -q -k count" and by_id["p1.AC1"].component is None
+    assert by_id["LAT-1"].priority == "P1" and by_id["LAT-1"].timeout == 30
+
+
 @pytest.mark.parametrize("files, expected", [
     ({"pytest.ini": "[pytest]\n"}, "python -m pytest -q -p no:cacheprovider"),
     ({"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-q'\n"}, "python -m pytest -q -p no:cacheprovider"),
