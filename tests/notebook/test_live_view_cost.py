@@ -3,6 +3,8 @@ page at a time, evidence is read when its section opens, charts are redrawn off 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import threading
 import time
@@ -46,8 +48,6 @@ def test_evidence_is_read_when_the_verdicts_section_is_opened(tmp_path):
     engine = Engine(tmp_path)
     state = engine.start("tiny", "t", dry=DryOptions(gates=["review:fail"], approve_all=True))
     run_dir = engine.run_dir(state.run_id)
-    view = RunView(engine.catalog.load("tiny"), tmp_path, NoActions(), state,
-                   sources=ViewSources(run_dir_for=engine.run_dir))
     log = run_dir / EVIDENCE_LOG
     raw = bytearray(log.read_bytes())
     for entry in state.history:  # what the evidence says now, after the view was opened (same offsets)
@@ -59,6 +59,13 @@ def test_evidence_is_read_when_the_verdicts_section_is_opened(tmp_path):
                                "reason": f"read at opening: {entry.stage}"}).encode()
             assert len(line) <= end - start
             raw[start:end] = line.ljust(end - start)
+    # the view is given entries sealed for the rewritten lines (the evidence seal refuses a line whose hash
+    # differs), and opened before they are on disk: what it shows was read when the section was opened
+    sealed = state.model_copy(update={"history": [
+        dataclasses.replace(e, evidence_sha256=hashlib.sha256(raw[int(e.evidence.partition("#")[2]):][
+            :e.evidence_bytes]).hexdigest()) if e.evidence and e.evidence_bytes else e for e in state.history]})
+    view = RunView(engine.catalog.load("tiny"), tmp_path, NoActions(), sealed,
+                   sources=ViewSources(run_dir_for=engine.run_dir))
     log.write_bytes(bytes(raw))
     assert view.verdicts == []
     view.verdicts_box.selected_index = 0
