@@ -435,6 +435,32 @@ class ClaudeWorker:
 
     # -- judge --------------------------------------------------------------------------
 
+    async def ask_structured(self, schema: Any, request: dict, again: Callable[[Any, int], Retry], what: str,
+                             emit: Callable[[str], None]) -> tuple[Any, Usage]:
+        """One structured request (asked again once when the reply does not fit: ``again``), every reply's usage
+        counted, the client closed; an API failure or a malformed body is a WorkerError naming ``what`` and
+        carrying the usage so far. (value or None, usage)."""
+        model, usage = request["model"], Usage()
+
+        def count(reply: Any) -> None:  # every reply counts, one that fails validation too
+            nonlocal usage
+            usage = usage + self._cost(model, usage_of(reply), emit)
+
+        async with AsyncExitStack() as stack:
+            client = self._client_factory()
+            stack.push_async_callback(client.close)
+            try:
+                value = await ask_until_valid(client, schema, request, count, again)
+            except anthropic.AnthropicError as exc:
+                err = api_failure(exc, self.settings, what, model)
+                err.usage = usage
+                raise err from exc
+            except ValueError as exc:  # a body that is not JSON, or not a message
+                err = malformed_reply(exc, what)
+                err.usage = usage
+                raise err from exc
+        return value, usage
+
     async def ajudge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         stage_id = job.stage.id
 
@@ -448,12 +474,7 @@ class ClaudeWorker:
 
         model = self.settings.verdict_model
         brief = judge_brief(job)
-        usage = Usage()
         problems: list[str] = []
-
-        def count(reply: Any) -> None:  # every reply counts, a verdict that fails validation too
-            nonlocal usage
-            usage = usage + self._cost(model, usage_of(reply), emit)
 
         def again(answer: Any, attempt: int) -> Retry:
             retry = _verdict_retry(answer, brief)
@@ -464,19 +485,7 @@ class ClaudeWorker:
         request = {"model": model, "max_tokens": min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
                    "system": system_blocks(JUDGE_RULES), "messages": [{"role": "user", "content": brief}],
                    "extra_headers": self._tags(stage_id, "judge", job.run_dir, job.project_dir)}
-        async with AsyncExitStack() as stack:
-            client = self._client_factory()
-            stack.push_async_callback(client.close)
-            try:
-                verdict = await ask_until_valid(client, Verdict, request, count, again)
-            except anthropic.AnthropicError as exc:
-                err = api_failure(exc, self.settings, f"gate judge of stage {stage_id}", model)
-                err.usage = usage
-                raise err from exc
-            except ValueError as exc:  # a body that is not JSON, or not a message
-                err = malformed_reply(exc, f"gate judge of stage {stage_id}")
-                err.usage = usage
-                raise err from exc
+        verdict, usage = await self.ask_structured(Verdict, request, again, f"gate judge of stage {stage_id}", emit)
         if verdict is not None:
             return JudgeResult(verdict=verdict, usage=usage)
         reason = "the judge gave no valid verdict twice: " + "; ".join(problems)

@@ -12,15 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
 from pydantic import BaseModel, ConfigDict, Field
 
 from odin_magic.core.secrets import redact
 from odin_magic.runs.state import Usage
 from odin_magic.workers.base import EventSink, JudgeJob, WorkerEvent
-from odin_magic.workers.client import api_failure, malformed_reply, usage_of
 from odin_magic.workers.prompts import system_blocks
-from odin_magic.workers.structured import Retry, ask_until_valid
+from odin_magic.workers.structured import Retry
 
 MAX_TOKENS = 2_048
 ARTIFACT_CHARS = 12_000
@@ -85,15 +83,10 @@ async def ask_comparison(worker: Any, job: JudgeJob, events: EventSink) -> Compa
     """Ask ``worker``'s model (a :class:`~odin_magic.workers.claude.ClaudeWorker`) for the comparison."""
     stage_id, model = job.stage.id, worker.settings.verdict_model
     brief = compare_brief(job)
-    usage = Usage()
     problems: list[str] = []
 
     def emit(text: str) -> None:
         events(WorkerEvent(kind="info", stage=stage_id, text=text))
-
-    def count(reply: Any) -> None:
-        nonlocal usage
-        usage = usage + worker._cost(model, usage_of(reply), emit)
 
     def again(answer: Any, attempt: int) -> Retry:
         problem = "the judge refused to compare" if answer.error is None else \
@@ -106,19 +99,7 @@ async def ask_comparison(worker: Any, job: JudgeJob, events: EventSink) -> Compa
     request = {"model": model, "max_tokens": min(worker.settings.max_tokens, MAX_TOKENS), "system": system_blocks(RULES),
                "messages": [{"role": "user", "content": brief}],
                "extra_headers": worker._tags(stage_id, "compare", job.run_dir, job.project_dir)}
-    client = worker._client_factory()
-    try:
-        value = await ask_until_valid(client, Comparison, request, count, again)
-    except anthropic.AnthropicError as exc:
-        err = api_failure(exc, worker.settings, f"judge comparison of stage {stage_id}", model)
-        err.usage = usage
-        raise err from exc
-    except ValueError as exc:
-        err = malformed_reply(exc, f"judge comparison of stage {stage_id}")
-        err.usage = usage
-        raise err from exc
-    finally:
-        await client.close()
+    value, usage = await worker.ask_structured(Comparison, request, again, f"judge comparison of stage {stage_id}", emit)
     if value is None:
         return CompareResult(None, usage, "the judge gave no valid comparison twice: " + "; ".join(problems))
     return CompareResult(value, usage)
