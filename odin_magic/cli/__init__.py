@@ -121,7 +121,8 @@ def _interrupted(args: argparse.Namespace) -> str:
         active = None
     if active is None:
         return "odin: interrupted before a run began: nothing to resume"
-    return f"odin: interrupted; run {active.run_id} is saved where it stopped: `odin run` resumes it"
+    resume = getattr(args, "resumed_by", "odin run")
+    return f"odin: interrupted; run {active.run_id} is saved where it stopped: `{resume}` resumes it"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,6 +24,8 @@ def cmd_roadmap(args: argparse.Namespace) -> int:
     project = project_dir(args)
     from odin_magic.cli.roadmap_run import cmd_roadmap_run
 
+    if args.action == "run":  # Ctrl-C says which run is saved and that `odin roadmap run` goes on with it
+        args.drives_a_run, args.resumed_by = True, "odin roadmap run"
     return {"show": _show, "new": _new, "validate": _validate, "run": cmd_roadmap_run}[args.action](project, args)
 
 

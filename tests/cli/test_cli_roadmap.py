@@ -56,3 +56,33 @@ def test_an_invalid_roadmap_stops_show_with_one_located_line(project, capsys):
     assert code == 1 and err.splitlines()[0].endswith("roadmap.md:2: phase p0: a phase before any milestone")
     code, _, err = odin(project, "roadmap", "show", "--yes", capsys=capsys)
     assert code == 2 and "--yes is for `odin roadmap new`" in err
+
+
+def test_ctrl_c_during_odin_roadmap_run_says_that_odin_roadmap_run_resumes(tmp_path):
+    """The example roadmap with its offline script: Ctrl-C as the first phase's stage works, then the same
+    command finishes that phase's run (the run was saved where it stopped)."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "example_notebooks"
+    project = tmp_path / "wc"
+    shutil.copytree(examples / "roadmap" / "project", project)
+    shutil.copytree(examples / "roadmap" / "contracts", project / ".odin-loop" / "contracts")
+    shutil.copy(examples / "roadmap" / "roadmap.md", project / ROADMAP_FILE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["ODIN_SCRIPT"] = str(examples / "roadmap.script.yaml")
+    command = [sys.executable, "-m", "odin_magic", "roadmap", "run", "--project", str(project)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for line in proc.stdout:  # wait on the event: the first phase's stage has started
+        if line.startswith("▶ apply"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "is saved where it stopped: `odin roadmap run` resumes it" in err and "Traceback" not in err
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert resumed.stdout.startswith("resuming phase p1.1: run "), resumed.stdout[:300] + resumed.stderr
