@@ -106,7 +106,17 @@ def _main(argv: list[str] | None) -> int:
         return 0
     except KeyboardInterrupt:
         print(_interrupted(args), file=sys.stderr)
+        _quiet_end()
         return 130
+
+
+def _quiet_end() -> None:
+    """What Ctrl-C cut short (an event loop half made, a coroutine never awaited) is collected as the process
+    ends: the one line above is all the user sees, never an 'Exception ignored' traceback or a RuntimeWarning."""
+    import warnings
+
+    sys.unraisablehook = lambda unraisable: None
+    warnings.filterwarnings("ignore", category=RuntimeWarning, message="coroutine .* was never awaited")
 
 
 def _interrupted(args: argparse.Namespace) -> str:
