@@ -43,7 +43,7 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, contract_change, contract_sha256, note_phase, phase_task, progress, read_records,
+    PhaseProgress, append_record, changed_reason, contract_change, contract_sha256, note_phase, phase_task, progress, read_records,
     repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
@@ -88,6 +88,7 @@ class RoadmapDriver:
         self.options = options or RoadmapOptions()
         self._tell = tell
         self.lines: list[str] = []
+        self._seals: dict[str, str | None] = {}  # run id → the contract's sha256 as this driver started the run
 
     def tell(self, text: str) -> None:
         self.lines.append(text)
@@ -187,7 +188,7 @@ class RoadmapDriver:
                       f"{state.total_iterations} loopback(s) of {contract.max_iterations}"
                       + (f", ${p.cost_usd:.2f} of ${contract.max_usd:g}" if contract.max_usd else ""))
             state = self._continue(roadmap, contract, p)
-        changed = contract_change(self.project, phase.id, state.run_id)
+        changed = self._changed_since_start(phase, state.run_id)
         if changed is not None:  # rewritten while the run drove
             return self._contract_changed(phase, state.run_id, changed)
         return self._decide(roadmap, phase, contract, state)
@@ -248,6 +249,7 @@ class RoadmapDriver:
                 text = manifest_text(contract, phase.id)
                 if text is not None:
                     write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
+                self._seals[event.run_id] = seal
                 append_record(self.project, "started", phase.id, run_id=event.run_id, contract_sha256=seal)
             elif hitl and event.kind in ("gate_passed", "gate_failed"):
                 self.engine.request_stop()
@@ -330,6 +332,13 @@ class RoadmapDriver:
         else:
             self.tell(f"phase {phase.id}: the judge's BLOCKED already undid the stage's change")
         self.engine.abandon()
+
+    def _changed_since_start(self, phase: Phase, run_id: str) -> str | None:
+        """Why the phase stops when its contract changed since its run began: against the seal this driver holds
+        for a run it started (a record appended to roadmap.jsonl meanwhile does not count), else the log's."""
+        if self._seals.get(run_id) is not None and contract_sha256(self.project, phase.id) != self._seals[run_id]:
+            return changed_reason(phase.id)
+        return contract_change(self.project, phase.id, run_id)
 
     def _contract_changed(self, phase: Phase, run_id: str | None, reason: str | None) -> RoadmapOutcome:
         """The contract is not the one the phase's run began under: stop, the run left as it is."""

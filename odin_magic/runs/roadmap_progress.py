@@ -202,6 +202,10 @@ def contract_change(project_dir: Path, phase_id: str, run_id: str,
                 None)
     if seal is None or contract_sha256(project_dir, phase_id) == seal:
         return None
+    return changed_reason(phase_id)
+
+
+def changed_reason(phase_id: str) -> str:
     return f"contract {CONTRACTS_DIR}/{phase_id}.yaml changed while its phase ran"
 
 
