@@ -43,8 +43,8 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, changed_reason, contract_change, contract_sha256, note_phase, phase_task, progress, read_records,
-    repair, written_notes,
+    PhaseProgress, append_record, changed_reason, contract_change, contract_sha256, note_phase, phase_task, progress,
+    read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 

@@ -88,6 +88,7 @@ def _status(project, phase):
     return progress(project, load_roadmap(project / ROADMAP_FILE))[phase]
 
 
+EDITED = CONTRACT.replace("PHASE", "p1").replace("max_iterations: 3", "max_iterations: 2")
 REASON = "contract .odin-loop/contracts/p1.yaml changed while its phase ran"
 
 
@@ -112,7 +113,7 @@ def test_a_contract_rewritten_by_the_workers_bash_blocks_the_phase_until_put_bac
     assert [(p.done, p.note) for p in load_roadmap(project / ROADMAP_FILE).phases()] == [(True, None), (True, None)]
     assert any(e.kind == "decision" and e.stage == "p1" for e in Memory(project).entries())
     # once the phase is decided, a person's later edit of its contract is theirs
-    _contract(project, "p1").write_text(CONTRACT.replace("PHASE", "p1").replace("max_iterations: 3", "max_iterations: 2"))
+    _contract(project, "p1").write_text(EDITED)
     assert _status(project, "p1").status == "done" and _drive(engine).ending == "complete"
 
 
@@ -135,7 +136,7 @@ def test_a_persons_edit_before_the_phase_starts_is_the_contract_it_runs_under(pr
     engine, _ = scripted_engine(project, _script(tamper=False))
     out = _drive(engine)
     assert (out.ending, out.phase) == ("paused", "p1") and engine.runs() == []
-    _contract(project, "p1").write_text(CONTRACT.replace("PHASE", "p1").replace("max_iterations: 3", "max_iterations: 2"))
+    _contract(project, "p1").write_text(EDITED)
     out = _drive(engine)  # approved: p1 runs under the edited contract, sealed with it
     assert (out.ending, out.phase) == ("paused", "p2"), out.lines
     assert _status(project, "p1").status == "done" and not _status(project, "p1").contract_changed
