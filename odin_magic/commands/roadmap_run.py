@@ -12,10 +12,13 @@ RUN = (
         help="run: never wait for a person; exit 3 at the first phase that needs one (the report is written)"),
     arg("--retry", metavar="PHASE", help="run: give this escalated or blocked phase another try"),
     arg("--skip", metavar="PHASE", help="run: mark this phase skipped (it is not run)"),
+    arg("--accept-contract", metavar="PHASE",
+        help="run: accept this phase's contract as edited while its run was under way (the run goes on)"),
 )
 
 #: Which action takes which of these options.
-RUN_OPTIONS = {"unattended": ("--unattended", ("run",)), "retry": ("--retry", ("run",)), "skip": ("--skip", ("run",))}
+RUN_OPTIONS = {"unattended": ("--unattended", ("run",)), "retry": ("--retry", ("run",)), "skip": ("--skip", ("run",)),
+               "accept_contract": ("--accept-contract", ("run",))}
 
 
 def run_options(args: argparse.Namespace):
@@ -23,4 +26,4 @@ def run_options(args: argparse.Namespace):
     from odin_magic.engine.roadmap_driver import RoadmapOptions
 
     return RoadmapOptions(unattended=bool(getattr(args, "unattended", False)), retry=getattr(args, "retry", None),
-                          skip=getattr(args, "skip", None))
+                          skip=getattr(args, "skip", None), accept_contract=getattr(args, "accept_contract", None))

@@ -50,7 +50,8 @@ SEAM_VARS = (ACTIVE_VAR, WRITE_VAR, NETWORK_VAR)
 PROTECTED = (".odin-loop", ".git")  # read-only inside the working tree
 INSTALL_HINT = "install bubblewrap (apt install bubblewrap)"
 OFF_ALLOWS = ("commands and the worker's bash can write anywhere you can (.odin-loop/, .git/, your home, /tmp), "
-              "reach the network and see odin's processes")
+              "reach the network and see odin's processes; what odin still detects: docs/security.md, "
+              "\"Without the sandbox\"")
 
 
 class SandboxUnavailable(OdinError):

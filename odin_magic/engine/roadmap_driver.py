@@ -9,7 +9,11 @@ whose gates MEASURE and JUDGE, then UNIFY by the run's outcome:
 * done with concerns → a memory lesson with the concern, checked, the next phase;
 * NEEDS_CONTEXT is answered inside the run (the engine's read-only explorer, docs/judge-statuses.md);
 * BLOCKED (the judge) → the phase's change reverted, its run abandoned, the phase noted ``blocked: …``, stop;
-* the run failed (max_iterations or the budget spent) → the phase noted ``escalated: …``, stop.
+* the run failed (max_iterations or the budget spent) → the phase noted ``escalated: …``, stop;
+* its contract's bytes changed since the run began (sealed in its ``started`` record; an unsandboxed
+  worker's bash can write ``.odin-loop/``) → ``blocked``, stop: put the file back and the run resumes, or
+  ``odin roadmap run --accept-contract PHASE`` accepts the edit (a person's edit before the run starts,
+  e.g. the panel's Edit contract at the pause before a phase, is simply the contract the run is sealed with).
 
 Autonomy: ``hitl`` pauses before each phase (its contract shown) and at each gate verdict (the run stops
 after it); ``autonomous`` runs phases back to back, except that a phase whose impact is not internal pauses
@@ -39,7 +43,8 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, note_phase, phase_task, progress, read_records, repair, written_notes,
+    PhaseProgress, append_record, changed_reason, contract_change, contract_sha256, note_phase, phase_task, progress,
+    read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -53,6 +58,7 @@ class RoadmapOptions:
     dry: DryOptions | None = None  # the runs use the dry worker
     retry: str | None = None  # give this escalated or blocked phase another try
     skip: str | None = None  # mark this phase skipped (a person's decision)
+    accept_contract: str | None = None  # this phase's run goes on under its contract as the file is now
     settings: Any = None  # the worker settings a contract proposal uses (default: from the environment)
 
 
@@ -82,6 +88,7 @@ class RoadmapDriver:
         self.options = options or RoadmapOptions()
         self._tell = tell
         self.lines: list[str] = []
+        self._seals: dict[str, str | None] = {}  # run id → the contract's sha256 as this driver started the run
 
     def tell(self, text: str) -> None:
         self.lines.append(text)
@@ -103,7 +110,7 @@ class RoadmapDriver:
         while True:
             roadmap = load_roadmap(self.path)
             states = progress(self.project, roadmap)
-            phase = next((p for p in roadmap.phases() if not states[p.id].finished), None)
+            phase = next((p for p in roadmap.phases() if not states[p.id].finished or states[p.id].undecided), None)
             if phase is None:
                 self.tell(f"roadmap complete: {len(roadmap.phases())} phase(s) finished")
                 return self._end(RoadmapOutcome("complete"), roadmap)
@@ -134,14 +141,32 @@ class RoadmapDriver:
                 raise UsageError(f"phase {phase.id} has a run under way", hint="`odin abandon` it first")
             append_record(self.project, "skipped", phase.id)
             self.tell(f"phase {phase.id}: skipped")
+        if self.options.accept_contract:
+            self._accept_contract(roadmap.phase(self.options.accept_contract), states)
+
+    def _accept_contract(self, phase: Phase, states: dict[str, PhaseProgress]) -> None:
+        """--accept-contract PHASE: a person's edit of the contract while the phase's run is under way, re-sealed."""
+        p = states[phase.id]
+        if not p.contract_changed or p.last_run is None:
+            raise UsageError(f"phase {phase.id}'s contract is as its run began (or no run of it is under way)",
+                             hint="--accept-contract accepts a contract edited while its phase's run was under way")
+        existing_contract(self.project, phase)  # it validates
+        append_record(self.project, "sealed", phase.id, run_id=p.last_run,
+                      contract_sha256=contract_sha256(self.project, phase.id))
+        self.tell(f"phase {phase.id}: its edited contract accepted; run {p.last_run} goes on (with the loop it "
+                  "began with), the phase judged under the contract as it is now")
 
     def _phase(self, roadmap: Roadmap, phase: Phase, p: PhaseProgress) -> RoadmapOutcome | None:
         """One step of one phase; None when it finished (the drive goes on to the next)."""
+        if p.contract_changed:
+            return self._contract_changed(phase, p.last_run, p.reason)
         if p.status in ("escalated", "blocked"):
             return self._stopped(phase, p)
         contract = self._contract(roadmap, phase, p)
         if isinstance(contract, RoadmapOutcome):
             return contract
+        if p.undecided:  # its run ended done (the contract then changed, and was put back; or a stop): decide it
+            return self._decide(roadmap, phase, contract, self.engine.status(p.last_run))
         if p.status == "pending":
             if self._must_pause_before(roadmap, contract, phase):
                 return self._pause(phase, "start", contract=contract)
@@ -163,6 +188,9 @@ class RoadmapDriver:
                       f"{state.total_iterations} loopback(s) of {contract.max_iterations}"
                       + (f", ${p.cost_usd:.2f} of ${contract.max_usd:g}" if contract.max_usd else ""))
             state = self._continue(roadmap, contract, p)
+        changed = self._changed_since_start(phase, state.run_id)
+        if changed is not None:  # rewritten while the run drove
+            return self._contract_changed(phase, state.run_id, changed)
         return self._decide(roadmap, phase, contract, state)
 
     def _contract(self, roadmap: Roadmap, phase: Phase, p: PhaseProgress) -> Contract | RoadmapOutcome:
@@ -195,7 +223,8 @@ class RoadmapDriver:
         self.tell(f"phase {phase.id} ({phase.title}): starting a run of {applied.name} "
                   f"(risk {contract.risk}, impact {contract.impact}, max_iterations {contract.max_iterations}"
                   + (f", ${contract.max_usd:g}" if contract.max_usd else "") + ")")
-        with self._listening(roadmap, contract, phase):
+        seal = contract_sha256(self.project, phase.id)  # the bytes just loaded: no run of the phase drives yet
+        with self._listening(roadmap, contract, phase, seal):
             return self.engine.start(applied.name, phase_task(phase), dry=self.options.dry, loop=applied)
 
     def _continue(self, roadmap: Roadmap, contract: Contract, p: PhaseProgress) -> RunState:
@@ -207,9 +236,10 @@ class RoadmapDriver:
             return self.engine.run()
 
     @contextlib.contextmanager
-    def _listening(self, roadmap: Roadmap, contract: Contract, phase: Phase | None) -> Iterator[None]:
-        """While a run of the phase drives: its acceptance.yaml and `started` record as it begins; in hitl
-        mode a stop after each gate verdict (the run stays resumable)."""
+    def _listening(self, roadmap: Roadmap, contract: Contract, phase: Phase | None,
+                   seal: str | None = None) -> Iterator[None]:
+        """While a run of the phase drives: its acceptance.yaml and `started` record (the contract's ``seal``)
+        as it begins; in hitl mode a stop after each gate verdict (the run stays resumable)."""
         before = self.engine.listener
         hitl = roadmap.autonomy == "hitl"
 
@@ -219,7 +249,8 @@ class RoadmapDriver:
                 text = manifest_text(contract, phase.id)
                 if text is not None:
                     write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
-                append_record(self.project, "started", phase.id, run_id=event.run_id)
+                self._seals[event.run_id] = seal
+                append_record(self.project, "started", phase.id, run_id=event.run_id, contract_sha256=seal)
             elif hitl and event.kind in ("gate_passed", "gate_failed"):
                 self.engine.request_stop()
             if before is not None:
@@ -301,6 +332,25 @@ class RoadmapDriver:
         else:
             self.tell(f"phase {phase.id}: the judge's BLOCKED already undid the stage's change")
         self.engine.abandon()
+
+    def _changed_since_start(self, phase: Phase, run_id: str) -> str | None:
+        """Why the phase stops when its contract changed since its run began: against the seal this driver holds
+        for a run it started (a record appended to roadmap.jsonl meanwhile does not count), else the log's."""
+        if self._seals.get(run_id) is not None and contract_sha256(self.project, phase.id) != self._seals[run_id]:
+            return changed_reason(phase.id)
+        return contract_change(self.project, phase.id, run_id)
+
+    def _contract_changed(self, phase: Phase, run_id: str | None, reason: str | None) -> RoadmapOutcome:
+        """The contract is not the one the phase's run began under: stop, the run left as it is."""
+        reason = reason or f"contract of phase {phase.id} changed while its phase ran"
+        current = load_roadmap(self.path).phase(phase.id)
+        note = _note("blocked", reason)
+        if current.note != note:
+            note_phase(self.project, self.path, phase.id, done=False, note=note)
+        self.tell(f"phase {phase.id} BLOCKED (run {run_id}): {reason}; put back the text it had when the run "
+                  f"began and `odin roadmap run` resumes it, or accept the edit: "
+                  f"`odin roadmap run --accept-contract {phase.id}`")
+        return RoadmapOutcome("blocked", phase.id, reason)
 
     def _stopped(self, phase: Phase, p: PhaseProgress) -> RoadmapOutcome:
         if p.status == "blocked" and p.last_run is not None and self.engine.status(p.last_run).active:

@@ -32,7 +32,7 @@ def cmd_roadmap_run(magics, args):
 
 def drive_again(magics, args, skip):
     """What Start (``skip`` None) and Skip do: `%odin roadmap run` (``--skip PHASE``) with the cell's arguments."""
-    again = argparse.Namespace(**{**vars(args), "skip": skip, "retry": None})
+    again = argparse.Namespace(**{**vars(args), "skip": skip, "retry": None, "accept_contract": None})
     return cmd_roadmap_run(magics, again)
 
 

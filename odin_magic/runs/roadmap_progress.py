@@ -6,12 +6,18 @@ append-only record log (one JSON object a line, each appended with one write and
 run holds: the driver started a run for a phase, paused at a phase boundary for a person, the person
 approved, the phase was decided (its outcome), skipped, or given another try.
 
+A ``started`` record seals the phase's contract: the sha256 of the contract file's bytes the run began under.
+Until the phase's outcome is recorded, a contract whose bytes differ (an unsandboxed worker's bash may write
+``.odin-loop/``: docs/security.md, "Without the sandbox") makes the phase ``blocked``
+(:func:`contract_change`); a ``sealed`` record (``odin roadmap run --accept-contract PHASE``) accepts an edit.
+
 :func:`progress` folds both into each phase's :class:`PhaseProgress`; roadmap.md's checkboxes are a view of
 it, and :func:`repairs` lists where they disagree (:func:`repair` writes the fixes). The runs win.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from odin_magic.core.atomic import open_append
-from odin_magic.loop.contract import contract_path, load_contract
+from odin_magic.loop.contract import CONTRACTS_DIR, contract_path, load_contract
 from odin_magic.loop.roadmap import Roadmap, Phase, set_phase
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt, RunStore
@@ -32,7 +38,7 @@ TASK_PREFIX = "roadmap phase "
 _TASK = re.compile(r"roadmap phase ([A-Za-z0-9][A-Za-z0-9._-]*): ")
 Status = Literal["pending", "active", "paused", "done", "done_with_concerns", "escalated", "blocked", "skipped"]
 DONE_STATUSES = ("done", "done_with_concerns", "skipped")
-RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry", "noted"]
+RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry", "noted", "sealed"]
 
 
 class PhaseProgress(BaseModel):
@@ -46,6 +52,8 @@ class PhaseProgress(BaseModel):
     reason: str | None = None  # why a phase is escalated, blocked or paused
     pause: str | None = None  # what a paused phase waits for: start | verdict | concerns | signoff | run
     notes_written: list[str] = Field(default_factory=list)  # the status notes odin wrote on the phase's line
+    contract_changed: bool = False  # blocked: the contract's bytes are not those its run began under
+    undecided: bool = False  # its sealed run ended done, but the phase's outcome is not recorded yet
 
     @property
     def finished(self) -> bool:
@@ -62,6 +70,7 @@ class RoadmapRecord(BaseModel):
     reason: str | None = None
     ignore: list[str] = Field(default_factory=list)  # retry: the runs that no longer count
     note: str | None = None  # noted: the status note odin wrote on the phase's line (only such a note is taken back)
+    contract_sha256: str | None = None  # started/sealed: the contract file's bytes the run goes on under
 
 
 def phase_task(phase: Phase) -> str:
@@ -159,7 +168,45 @@ def _fold(project_dir: Path, phase: Phase, states: list[RunState], recs: list[Ro
         p.pause = waiting.kind if waiting else None
     else:
         _from_run(project_dir, p, states[-1], recs, waiting)
+        changed = contract_change(project_dir, phase.id, states[-1].run_id, recs)
+        if changed is not None:
+            p.status, p.reason, p.pause, p.contract_changed = "blocked", changed, None, True
+        elif p.status in ("done", "done_with_concerns"):
+            p.undecided = _undecided(recs, states[-1].run_id)
     return p
+
+
+def _undecided(recs: list[RoadmapRecord], run_id: str) -> bool:
+    """A run the driver sealed at its start whose phase has no outcome yet (a stop between its end and the decision)."""
+    mine = [r for r in recs if r.run_id == run_id]
+    return any(r.type == "started" and r.contract_sha256 for r in mine) and not any(r.type == "outcome" for r in mine)
+
+
+def contract_sha256(project_dir: Path, phase_id: str) -> str | None:
+    """The sha256 of the phase's contract file (None when there is none)."""
+    try:
+        return hashlib.sha256(contract_path(project_dir, phase_id).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def contract_change(project_dir: Path, phase_id: str, run_id: str,
+                    recs: list[RoadmapRecord] | None = None) -> str | None:
+    """Why the phase must stop when its contract is not the one run ``run_id`` was sealed with (its ``started``
+    record, or a later ``sealed`` one) and the phase is not decided yet; None when it is, or was never sealed."""
+    mine = [r for r in (read_records(project_dir) if recs is None else recs)
+            if r.phase == phase_id and r.run_id == run_id]
+    if any(r.type == "outcome" for r in mine):
+        return None
+    seal = next((r.contract_sha256 for r in reversed(mine) if r.type in ("started", "sealed") and r.contract_sha256),
+                None)
+    if seal is None or contract_sha256(project_dir, phase_id) == seal:
+        return None
+    return changed_reason(phase_id)
+
+
+def changed_reason(phase_id: str) -> str:
+    return f"contract {CONTRACTS_DIR}/{phase_id}.yaml changed while its phase ran"
 
 
 def _waiting(recs: list[RoadmapRecord], run_id: str | None = None) -> RoadmapRecord | None:

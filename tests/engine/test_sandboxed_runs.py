@@ -65,6 +65,7 @@ def test_sandbox_off_is_told_at_the_runs_start_and_lets_bash_write_everywhere(pr
     state = engine.start("boxed", "t")
     told = [e.text for e in events if e.kind == "notice" and "unsandboxed" in (e.text or "")]
     assert len(told) == 1 and "sandbox off" in told[0]
+    assert 'docs/security.md, "Without the sandbox"' in told[0]  # where what off allows, and what is detected, is told
     assert (project / ".odin-loop" / "evil").exists()  # what off allows, as the warning says
     assert json.loads((engine.run_dir(state.run_id) / "loop.json").read_text())["stages"] == []
     report = (engine.run_dir(state.run_id) / "report.md").read_text()

@@ -4,6 +4,7 @@ each button's handler does what `%odin roadmap run` (`--skip PHASE`) does, and S
 from __future__ import annotations
 
 import argparse
+import hashlib
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ from odin_magic.loop.contract import contract_path, load_contract
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
 from odin_magic.notebook.roadmap_panel import PhasePanel
 from odin_magic.notebook.roadmap_run import drive_again
-from odin_magic.runs.roadmap_progress import progress
+from odin_magic.runs.roadmap_progress import progress, read_records
 
 ROADMAP = "# Greeter\n\nautonomy: hitl\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Greet louder\n"
 CONTRACT = ("risk: tiny-fix\nscope: [app.py]\ncriteria:\n  - {id: AC1, priority: P0, text: 'Given the app, then it says "
@@ -65,6 +66,10 @@ def test_edit_start_and_skip_at_a_phase_boundary(ip, magics, tmp_path):
     states = progress(tmp_path, roadmap)
     assert states["p2"].status == "paused" and states["p2"].pause == "start"
     runs = list(states["p1"].runs)
+    # the edit saved at the pause is the contract p1's run is sealed with (roadmap.jsonl), not a tampering
+    started = next(r for r in read_records(tmp_path) if r.type == "started" and r.phase == "p1")
+    assert started.contract_sha256 == hashlib.sha256((CONTRACT + "max_iterations: 2\n").encode()).hexdigest()
+    assert not states["p1"].contract_changed
     panel.start()  # a second click on a used panel drives nothing
     assert progress(tmp_path, load_roadmap(tmp_path / ROADMAP_FILE))["p1"].runs == runs
     # Skip: `%odin roadmap run --skip p2`: p2 is skipped without a run, and the roadmap is complete
