@@ -35,6 +35,7 @@ from typing import Any, Callable
 import httpx2
 from anthropic import AsyncAnthropic, Middleware
 
+from odin_magic.core.errors import ConfigError
 from odin_magic.workers import record_journal as journal
 from odin_magic.workers.base import Verdict
 from odin_magic.workers.exchange import fingerprint, with_placeholders
@@ -148,7 +149,11 @@ class Recorder:
         self.project_dir = Path(project_dir).resolve()
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}  # call id -> index of its attempt under stages.<stage>
-        doc = journal.settle(self.path) or journal.load(self.path)
+        try:
+            doc = journal.settle(self.path) or journal.load(self.path)
+        except OSError as exc:
+            raise ConfigError(f"ODIN_RECORD: cannot render the recording {self.path} from its journal: {exc}",
+                              hint="give ODIN_RECORD a file in a directory you can write") from None
         self.run: str | None = doc["recorded"].get("run")
         self._sizes = _sizes(doc)
         _live.add(self)

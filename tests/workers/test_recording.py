@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from odin_magic.core.errors import OdinError
+from odin_magic.core.errors import ConfigError, OdinError
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.workers.config import Settings
 from odin_magic.workers.factory import make_worker
@@ -300,3 +300,14 @@ def test_a_process_renders_its_recording_at_exit_and_one_killed_leaves_its_journ
     killed = subprocess.run([sys.executable, "-c", CHILD, str(path), "kill", "three"], env=env, capture_output=True)
     assert killed.returncode == -9 and journal_of(path).exists()  # SIGKILL: no exit hook ran
     assert [a.turns[0].text for a in load_script(path).stages["build"]] == ["one", "two", "three"]
+
+
+def test_a_journal_that_cannot_be_rendered_is_one_line_and_is_kept(tmp_path):
+    path = tmp_path / "rec.yaml"
+    _exchange(Recorder(path, tmp_path), RUN, "call-1", "one")
+    path.mkdir()  # the recording's place is taken: the YAML cannot be written
+    with pytest.raises(ConfigError, match=r"ODIN_RECORD: cannot render the recording .*rec\.yaml from its journal"):
+        Recorder(path, tmp_path)
+    with pytest.raises(ConfigError, match=r"cannot fold the recording's journal .*rec\.yaml\.journal into"):
+        load_script(path)
+    assert b'"one"' in journal_of(path).read_bytes()  # nothing lost
