@@ -49,7 +49,7 @@ from odin_magic.runs.fold import revert_reason
 from odin_magic.runs.state import DryOptions, InterviewSummary, RunState, Usage
 from odin_magic.runs.store import ABANDONED_MARK, LOOP_NAME, Loaded, RunCorrupt, RunStore, command_line
 from odin_magic.runs.records import RecordType, StatePatch
-from odin_magic.workers.base import Worker
+from odin_magic.workers.base import Worker, drive_ended
 from odin_magic.workers.dry import DryWorker, parse_gate_script
 
 
@@ -376,6 +376,7 @@ class Engine:
                 self._session = None
             run_end.finish(self, session)  # deliver: and the report, while the run is still locked
             session.handle.close()
+            drive_ended(session.worker)  # a recording (ODIN_RECORD) renders its YAML
             self._remember(session)
 
     def _remember(self, s: Session) -> None:

@@ -125,7 +125,7 @@ class Worker(Protocol):
         """Decide ``job.stage.gate.check`` from the artifacts and command evidence."""
 
     # optional: ``script_position(stage_id) -> int | None``, a scripted worker's place in a stage's script
-    # (see :func:`script_position`)
+    # (see :func:`script_position`); ``drive_ended() -> None`` (see :func:`drive_ended`)
 
 
 def script_position(worker: Worker, stage_id: str) -> int | None:
@@ -133,6 +133,14 @@ def script_position(worker: Worker, stage_id: str) -> int | None:
     gate outcome so that a resumed run continues it; None for a worker without a script (every real one)."""
     position = getattr(worker, "script_position", None)
     return position(stage_id) if callable(position) else None
+
+
+def drive_ended(worker: Worker | None) -> None:
+    """Tell ``worker`` that a drive of its run paused or ended, when it has something to finish then (a
+    recording renders its YAML from its journal); nothing for a worker without ``drive_ended``."""
+    ended = getattr(worker, "drive_ended", None)
+    if callable(ended):
+        ended()
 
 
 class WorkerError(Exception):

@@ -197,6 +197,13 @@ class ClaudeWorker:
     def judge(self, job: JudgeJob, events: EventSink) -> JudgeResult:
         return run_coroutine(lambda: self.ajudge(job, events))
 
+    def drive_ended(self) -> None:
+        """A drive of the run paused or ended: a client factory that records (``ODIN_RECORD``) renders its
+        recording (:func:`odin_magic.workers.base.drive_ended`)."""
+        ended = getattr(self._client_factory, "drive_ended", None)
+        if callable(ended):
+            ended()
+
     def compare(self, job: JudgeJob, events: EventSink):
         """A judge comparison (``compare: baseline``): :mod:`odin_magic.workers.compare`."""
         from odin_magic.workers.compare import ask_comparison

@@ -11,25 +11,32 @@ beside each reply goes the fingerprint of the request it answered (:mod:`odin_ma
 that a replay which sends a different request says where it departed. The run dir, the run id and the
 project dir are written as placeholders, so the recording replays in another project and run.
 
-The file is rewritten atomically after every exchange: a crash keeps what was recorded so far. It is
-continued when the same run goes on (a resumed run, a new process) and started over for another run.
-No secret is written: the whole document passes :func:`~odin_magic.core.secrets.redact`.
+An exchange is never a rewrite of the file: it is one line appended to the recording's journal,
+``<file>.journal`` beside it (:mod:`odin_magic.workers.record_journal`; fsync'd, so a crash, even SIGKILL,
+keeps it), and costs the same however long the run. The YAML is rendered from the journal (written
+atomically, then the journal removed) when a drive of the run pauses or ends (the worker's
+``drive_ended``, :class:`RecordingFactory`), when the process exits, and before anything reads it: a
+recorder of the file made again (a resumed run, a new process) and the replay's loader
+(:func:`~odin_magic.workers.script_file.load_script`) fold a leftover journal in first. Folding is
+idempotent, so a crash between the render and the journal's removal records nothing twice. The recording
+is continued when the same run goes on and started over for another run. No secret is written: every
+journal line and the rendered document pass :func:`~odin_magic.core.secrets.redact`.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import threading
-from datetime import datetime, timezone
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
 import httpx2
-import yaml
 from anthropic import AsyncAnthropic, Middleware
 
-from odin_magic.core.atomic import write_atomic
-from odin_magic.core.secrets import redact
+from odin_magic.core.errors import ConfigError
+from odin_magic.workers import record_journal as journal
 from odin_magic.workers.base import Verdict
 from odin_magic.workers.exchange import fingerprint, with_placeholders
 
@@ -107,48 +114,61 @@ class _Tee(httpx2.AsyncByteStream):
 # -- the recording -----------------------------------------------------------------------------
 
 
-def _literal(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(str, _literal)
-
-
 def _usage(message: dict[str, Any]) -> dict[str, int]:
     usage = message.get("usage") or {}
     return {k: int(usage[k]) for k in USAGE_KEYS if isinstance(usage.get(k), int)}
 
 
+def _sizes(doc: dict[str, Any]) -> dict[tuple, int]:
+    """How many places of each list of the recording ``doc`` are filled: where its next records go."""
+    sizes: dict[tuple, int] = {}
+    for stage, spec in (doc.get("stages") or {}).items():
+        attempts = (spec.get("attempts") or []) if isinstance(spec, dict) else []
+        sizes[("stages", stage)] = len(attempts)
+        for i, attempt in enumerate(attempts):
+            sizes[("turns", stage, i)] = len(attempt.get("turns") or [])
+    for stage, answers in (doc.get("judge") or {}).items():
+        sizes[("judge", stage)] = len(answers or [])
+    for purpose, by_stage in (doc.get("answers") or {}).items():
+        for stage, answers in (by_stage or {}).items():
+            sizes[("answers", purpose, stage)] = len(answers or [])
+    return sizes
+
+
 class Recorder:
-    """One recording file; every client of the process that records into it shares this object."""
+    """One recording file; every client of the process that records into it shares this object.
+
+    An exchange is appended to the recording's journal (:mod:`odin_magic.workers.record_journal`); the YAML
+    is rendered from it by :meth:`render` (at the end of a drive, at exit) and when a recorder of the file is
+    made (a leftover journal, a crash's, folded in first). The recorder keeps only where the next reply of
+    each list goes, so an exchange costs the same however many came before it.
+    """
 
     def __init__(self, path: Path, project_dir: Path):
         self.path = Path(path)
         self.project_dir = Path(project_dir).resolve()
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}  # call id -> index of its attempt under stages.<stage>
-        self.doc = self._load()
-
-    def _load(self) -> dict[str, Any]:
         try:
-            doc = yaml.safe_load(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            doc = None
-        return doc if isinstance(doc, dict) and isinstance(doc.get("recorded"), dict) else self._fresh(None)
-
-    @staticmethod
-    def _fresh(run: str | None) -> dict[str, Any]:
-        at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return {"version": 1, "description": f"recorded by ODIN_RECORD{f' from run {run}' if run else ''}",
-                "recorded": {"run": run, "at": at}, "stages": {}, "judge": {}, "answers": {}}
+            doc = journal.settle(self.path) or journal.load(self.path)
+        except OSError as exc:
+            raise ConfigError(f"ODIN_RECORD: cannot render the recording {self.path} from its journal: {exc}",
+                              hint="give ODIN_RECORD a file in a directory you can write") from None
+        self.run: str | None = doc["recorded"].get("run")
+        self._sizes = _sizes(doc)
+        _live.add(self)
 
     def middleware(self) -> "RecordingMiddleware":
         return RecordingMiddleware(self)
+
+    def render(self) -> None:
+        """The YAML recording rendered from the journal (nothing to do when there is none). A file that cannot
+        be written keeps its journal: the next recorder of the file, or the replay, folds it in."""
+        with self._lock:
+            try:
+                journal.settle(self.path)
+            except OSError:
+                pass
 
     # -- one exchange -------------------------------------------------------------
 
@@ -162,35 +182,42 @@ class Recorder:
         tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name if run_dir else "",
                   "project_dir": str(self.project_dir)}
         with self._lock:
-            self._own(tokens["run_id"] or None)
+            record: dict[str, Any] = {"run": tokens["run_id"] or None}
+            if self._own(record["run"]):
+                record["at"] = journal.now()
             entry = self._entry(reply, purpose, tokens)
             entry["request"] = fingerprint(body, tokens)
             if purpose == "work":
-                self._turn(stage, headers.get("x-odin-call", ""), entry)
+                attempt = self._attempt(stage, headers.get("x-odin-call", ""))
+                record.update(section="stages", keys=[stage, attempt], index=self._next(("turns", stage, attempt)))
             elif purpose == "judge":
-                self.doc["judge"].setdefault(stage, []).append(entry)
+                record.update(section="judge", keys=[stage], index=self._next(("judge", stage)))
             else:
-                self.doc["answers"].setdefault(purpose, {}).setdefault(stage, []).append(entry)
-            self._save()
+                record.update(section="answers", keys=[purpose, stage], index=self._next(("answers", purpose, stage)))
+            record["entry"] = entry
+            journal.append(self.path, record)
 
-    def _own(self, run: str | None) -> None:
-        """The recording of ``run``: another run's recording is started over."""
-        recorded = self.doc["recorded"]
-        if run is None or recorded.get("run") == run:
-            return
-        if recorded.get("run") is None:
-            recorded["run"] = run
-            self.doc["description"] = f"recorded by ODIN_RECORD from run {run}"
-            return
-        self.doc = self._fresh(run)
-        self._attempts.clear()
+    def _own(self, run: str | None) -> bool:
+        """The recording of ``run``: another run's recording is started over (True)."""
+        if run is None or self.run == run:
+            return False
+        started_over = self.run is not None
+        self.run = run
+        if started_over:
+            self._sizes.clear()
+            self._attempts.clear()
+        return started_over
 
-    def _turn(self, stage: str, call: str, entry: dict[str, Any]) -> None:
-        attempts = self.doc["stages"].setdefault(stage, {"attempts": []})["attempts"]
+    def _attempt(self, stage: str, call: str) -> int:
+        """The attempt of ``stage`` the execution ``call`` records into (a new one for a new execution)."""
         if call not in self._attempts:
-            attempts.append({"turns": []})
-            self._attempts[call] = len(attempts) - 1
-        attempts[self._attempts[call]]["turns"].append(entry)
+            self._attempts[call] = self._next(("stages", stage))
+        return self._attempts[call]
+
+    def _next(self, key: tuple) -> int:
+        index = self._sizes.get(key, 0)
+        self._sizes[key] = index + 1
+        return index
 
     @staticmethod
     def _entry(reply: dict[str, Any], purpose: str, tokens: dict[str, str]) -> dict[str, Any]:
@@ -212,9 +239,14 @@ class Recorder:
         entry["usage"] = _usage(reply)
         return entry
 
-    def _save(self) -> None:
-        text = yaml.dump(redact(self.doc), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
-        write_atomic(self.path, text)
+
+_live: "weakref.WeakSet[Recorder]" = weakref.WeakSet()
+
+
+@atexit.register
+def _render_at_exit() -> None:
+    for recorder in list(_live):
+        recorder.render()
 
 
 def _answer(text: str, stop_reason: str | None, purpose: str, tokens: dict[str, str]) -> dict[str, Any]:
@@ -292,17 +324,27 @@ def recorder_for(path: Path | str, project_dir: Path) -> Recorder:
         return _recorders[where]
 
 
+class RecordingFactory:
+    """A client factory whose clients each record their exchanges into one :class:`Recorder`."""
+
+    def __init__(self, factory: Callable[[], AsyncAnthropic], recorder: Recorder):
+        self.factory = factory
+        self.recorder = recorder
+
+    def __call__(self) -> AsyncAnthropic:
+        client = self.factory()
+        return client.with_options(middleware=[*client.middleware, self.recorder.middleware()])
+
+    def drive_ended(self) -> None:
+        """A drive of the run paused or ended: the recording is rendered (see :meth:`Recorder.render`)."""
+        self.recorder.render()
+
+
 def recording_factory(factory: Callable[[], AsyncAnthropic], path: Path | str,
-                      project_dir: Path) -> Callable[[], AsyncAnthropic]:
+                      project_dir: Path) -> RecordingFactory:
     """``factory``'s clients, each recording its exchanges into ``path``."""
-    recorder = recorder_for(path, project_dir)
-
-    def make() -> AsyncAnthropic:
-        client = factory()
-        return client.with_options(middleware=[*client.middleware, recorder.middleware()])
-
-    return make
+    return RecordingFactory(factory, recorder_for(path, project_dir))
 
 
-__all__ = ["Recorder", "RecordingMiddleware", "locate_record", "message_from_sse", "recorder_for",
+__all__ = ["Recorder", "RecordingFactory", "RecordingMiddleware", "locate_record", "message_from_sse", "recorder_for",
            "recording_factory"]

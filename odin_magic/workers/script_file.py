@@ -28,6 +28,7 @@ from odin_magic.core.errors import ConfigError
 from odin_magic.loop.diagnostics import LocatedDiagnostics, did_you_mean, kind_of
 from odin_magic.loop.yamlsource import YamlError, load_yaml
 from odin_magic.workers.base import Verdict
+from odin_magic.workers.record_journal import journal_of, settle
 
 FORMAT_HINT = "see docs/scripted-model.md for the script format"
 ANSWER_KEYS = ("json", "malformed", "refusal", "error")
@@ -406,6 +407,16 @@ class _WrittenDiagnostics(LocatedDiagnostics):
         super()._emit(severity, self.moves.written(tuple(path)), message, fix, at=at)
 
 
+def _fold_journal(path: Path) -> None:
+    """A recording's leftover journal (its recorder stopped before rendering it: a crash) folded into the file
+    first (:func:`~odin_magic.workers.record_journal.settle`), so that the replay has every recorded reply."""
+    try:
+        settle(path)
+    except OSError as exc:
+        raise ConfigError(f"scripted model: cannot fold the recording's journal {journal_of(path)} into {path}: {exc}",
+                          hint="make the recording writable, then run again") from None
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
@@ -432,6 +443,7 @@ def load_script(path: Path) -> Script:
     """Load and check a script; every mistake is told in one :class:`ConfigError` naming the file, the
     line of the key (or value), the field as written and a fix."""
     path = Path(path)
+    _fold_journal(path)
     text = _read(path)
     try:
         doc = load_yaml(text)

@@ -6,20 +6,25 @@ key is never in the recording."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from odin_magic.core.errors import OdinError
+from odin_magic.core.errors import ConfigError, OdinError
 from odin_magic.engine.orchestrator import Engine
 from odin_magic.workers.config import Settings
 from odin_magic.workers.factory import make_worker
-from odin_magic.workers.recording import message_from_sse
+from odin_magic.workers.record_journal import journal_of
+from odin_magic.workers.recording import Recorder, message_from_sse
 from odin_magic.workers.scripted import load_script, message_body, sse_bytes
 
+from support import REPO
 from support.fake_messages import FakeMessages
 
 KEY = "sk-ant-api03-recording-test-key-0123456789"
@@ -103,6 +108,7 @@ def recorded(tmp_path, monkeypatch):
         state = engine.start("rec", "print hello")
     assert fake.pending == 0 and not fake.unexpected
     assert state.status == "done", state
+    assert not journal_of(recording).exists()  # the drive's end rendered the YAML from the journal
     return recording, state, artifacts(engine, state)
 
 
@@ -183,8 +189,6 @@ def _exchange(recorder, run_dir: str, call: str, text: str) -> None:
 
 
 def test_the_recording_is_on_disk_after_every_exchange_and_a_resumed_run_goes_on_in_it(tmp_path):
-    from odin_magic.workers.recording import Recorder
-
     path = tmp_path / "rec.yaml"
     first = Recorder(path, tmp_path)
     _exchange(first, ".odin-loop/runs/20261203-010101-rec", "call-1", "one")
@@ -200,3 +204,110 @@ def test_the_recording_is_on_disk_after_every_exchange_and_a_resumed_run_goes_on
     assert [a.turns[0].text for a in script.stages["build"]] == ["three"]
     assert script.recorded.run == "20261203-020202-rec"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written atomically: no temp left
+
+
+RUN = ".odin-loop/runs/20261203-010101-rec"
+
+
+def _answer(recorder, purpose: str, answer: dict) -> None:
+    headers = {"x-odin-stage": "build", "x-odin-purpose": purpose, "x-odin-run-dir": RUN}
+    body = {"messages": [{"role": "user", "content": f"{purpose} brief"}]}
+    reply = message_body(model="m", content=[{"type": "text", "text": json.dumps(answer)}], stop_reason="end_turn",
+                         usage={"input_tokens": 5, "output_tokens": 1})
+    recorder.record(headers, body, reply)
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def test_an_exchange_appends_one_line_and_never_rewrites_the_recording(tmp_path):
+    """The cost of recording an exchange does not grow with the run: the YAML is left as it is, the
+    journal grows by the exchange's line alone, the 50th exchange writing what the 10th did."""
+    path, journal = tmp_path / "rec.yaml", journal_of(tmp_path / "rec.yaml")
+    _exchange(Recorder(path, tmp_path), RUN, "call-0", "reply 000")
+    recorder = Recorder(path, tmp_path)  # made again: the leftover journal rendered into the YAML
+    assert path.is_file() and not journal.exists()
+    grown = []
+    for i in range(1, 51):
+        before, size = _stat(path), journal.stat().st_size if journal.exists() else 0
+        _exchange(recorder, RUN, f"call-{i}", f"reply {i:03d}")
+        assert _stat(path) == before, f"exchange {i} rewrote the recording"
+        grown.append(journal.stat().st_size - size)
+    assert grown[49] == grown[9] and max(grown) - min(grown) <= 1  # attempt 9 -> 10: one digit more
+    recorder.render()
+    assert not journal.exists()
+    assert [a.turns[0].text for a in load_script(path).stages["build"]] == [f"reply {i:03d}" for i in range(51)]
+
+
+def test_a_recorder_stopped_before_rendering_loses_nothing(tmp_path, monkeypatch):
+    """A recorder killed before it rendered (no drive end, no exit: SIGKILL) leaves its journal; the replay's
+    loader and the next recorder fold it in, once, even after a crash between the render and the journal's
+    removal, and a line the crash cut short is left out. The journal is redacted as the YAML is."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    path, journal = tmp_path / "rec.yaml", journal_of(tmp_path / "rec.yaml")
+    killed = Recorder(path, tmp_path)
+    for i in range(3):
+        _exchange(killed, RUN, "call-1", f"turn {i}" + (f" {KEY}" if i == 2 else ""))
+    _answer(killed, "judge", {"status": "DONE", "passed": False, "reasons": ["not yet"]})
+    _answer(killed, "interview", {"score": 0.5})
+    assert not path.exists() and journal.exists()  # nothing rendered yet: the journal holds it all
+    assert KEY not in journal.read_text() and "[redacted ANTHROPIC_API_KEY]" in journal.read_text()
+    left = journal.read_bytes()
+
+    script = load_script(path)  # the replay's loader folds the journal in
+    assert [t.text for t in script.stages["build"][0].turns] == ["turn 0", "turn 1", "turn 2 [redacted ANTHROPIC_API_KEY]"]
+    assert [a.json_["passed"] for a in script.judge["build"]] == [False]
+    assert [a.json_ for a in script.answers["interview"]["build"]] == [{"score": 0.5}]
+    assert script.recorded.run == "20261203-010101-rec"
+    assert not journal.exists()
+
+    journal.write_bytes(left + b'{"run":"20261203-01')  # a crash after the render, before the removal, mid-line
+    again = Recorder(path, tmp_path)  # the next process: folds nothing twice, then goes on
+    _exchange(again, RUN, "call-2", "turn 3")
+    assert journal.exists()
+    script = load_script(path)
+    assert [[t.text for t in a.turns] for a in script.stages["build"]] == [
+        ["turn 0", "turn 1", "turn 2 [redacted ANTHROPIC_API_KEY]"], ["turn 3"]]
+    assert len(script.judge["build"]) == 1 and len(script.answers["interview"]["build"]) == 1
+    assert KEY not in path.read_text()
+
+
+CHILD = """
+import os, signal, sys
+from pathlib import Path
+from odin_magic.workers.recording import Recorder
+from odin_magic.workers.scripted import message_body
+
+path, how, texts = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+recorder = Recorder(path, path.parent)
+for text in texts:
+    headers = {"x-odin-stage": "build", "x-odin-call": text, "x-odin-run-dir": "runs/20261203-010101-rec"}
+    reply = message_body(model="m", content=[{"type": "text", "text": text}], stop_reason="end_turn", usage={})
+    recorder.record(headers, {"messages": [{"role": "user", "content": "brief"}]}, reply)
+if how == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_process_renders_its_recording_at_exit_and_one_killed_leaves_its_journal(tmp_path):
+    path = tmp_path / "rec.yaml"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path), "exit", "one", "two"], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert path.is_file() and not journal_of(path).exists()  # rendered at exit
+    killed = subprocess.run([sys.executable, "-c", CHILD, str(path), "kill", "three"], env=env, capture_output=True)
+    assert killed.returncode == -9 and journal_of(path).exists()  # SIGKILL: no exit hook ran
+    assert [a.turns[0].text for a in load_script(path).stages["build"]] == ["one", "two", "three"]
+
+
+def test_a_journal_that_cannot_be_rendered_is_one_line_and_is_kept(tmp_path):
+    path = tmp_path / "rec.yaml"
+    _exchange(Recorder(path, tmp_path), RUN, "call-1", "one")
+    path.mkdir()  # the recording's place is taken: the YAML cannot be written
+    with pytest.raises(ConfigError, match=r"ODIN_RECORD: cannot render the recording .*rec\.yaml from its journal"):
+        Recorder(path, tmp_path)
+    with pytest.raises(ConfigError, match=r"cannot fold the recording's journal .*rec\.yaml\.journal into"):
+        load_script(path)
+    assert b'"one"' in journal_of(path).read_bytes()  # nothing lost
