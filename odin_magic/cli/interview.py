@@ -3,7 +3,9 @@
 ``answer`` sends one reply to the waiting question (``you decide``, ``skip``,
 ``confirm``, a topology edit or a number picking an offered option are
 replies too) and prints the next question, or where the run went next.
-``question`` prints the waiting question again.
+``question`` prints the waiting question again. With no run waiting for an answer, both serve the
+interview a roadmap phase's contract asks first (``odin_magic.engine.roadmap_interview``); once it is
+finished, ``odin roadmap run`` proposes the contract from the answers.
 """
 
 from __future__ import annotations
@@ -38,8 +40,34 @@ def _show_question(engine, state) -> bool:
     return True
 
 
+def _contract_interview(engine):
+    """The roadmap contract interview waiting for an answer, when no run waits for one; else None."""
+    active = engine.active()
+    if active is not None and active.status == "awaiting_answer":
+        return None
+    from odin_magic.engine.roadmap_interview import waiting_interview
+
+    return waiting_interview(engine.project_dir, tell=print)
+
+
+def _show_contract_question(question) -> None:
+    from odin_magic.interview.awaiting import render_question
+
+    print()
+    print(render_question(question))
+    print('→ odin answer "..."')
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     engine = engine_for(args, listener=_print_event)
+    interview = _contract_interview(engine)
+    if interview is not None:
+        question = interview.answer(" ".join(args.text))
+        if question is None:
+            print(interview.converged_line())
+        else:
+            _show_contract_question(question)
+        return 0
     state = engine.answer(" ".join(args.text))  # an empty answer is a UsageError there
     if not _show_question(engine, state):
         print(f"run {state.run_id}: {state.status} at {state.current_stage}")
@@ -49,8 +77,13 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 def _cmd_question(args: argparse.Namespace) -> int:
     engine = engine_for(args, listener=None)
     state = engine.active()
-    if state is None or not _show_question(engine, state):
+    if state is not None and _show_question(engine, state):
+        return 0
+    interview = _contract_interview(engine)
+    if interview is None:
         raise RunRefused("no interview question is waiting", hint="`odin status` shows where the run is")
+    print(f"phase {interview.phase_id}'s contract interview:")
+    _show_contract_question(interview.question())
     return 0
 
 

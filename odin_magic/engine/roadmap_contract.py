@@ -4,8 +4,10 @@ The model answers a structured question (purpose ``contract``, stage = the phase
 answers it from ``answers: {contract: {<phase-id>: [{json: ...}]}}``) from the phase's roadmap entry.
 The proposal is validated as any contract file is (the loop exists, the scope covers what the loop
 produces) and written to ``.odin-loop/contracts/<phase-id>.yaml``; the driver then shows it before the
-phase starts where a person approves it (hitl). Questions the model could not settle (an ambiguous scope
-or acceptance) are returned: the phase waits for a person to settle them in the file.
+phase starts where a person approves it (hitl). A proposal with questions the model could not settle (an
+ambiguous scope or acceptance) is not written: the phase asks the deep interview first
+(:mod:`.roadmap_interview`), then the contract is proposed again with the interview's spec and answers
+(``context``) and written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from pydantic import BaseModel, Field
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.errors import ConfigError, OdinError
-from odin_magic.loop.contract import Contract, contract_path, load_contract, render_contract, validate_contract_text
+from odin_magic.loop.contract import (
+    CONTRACTS_DIR, Contract, contract_path, load_contract, render_contract, validate_contract_text,
+)
 from odin_magic.loop.roadmap import Phase, Roadmap
 
 RULES = """You write the contract of one phase of a software roadmap for odin-magic. The contract fixes: the \
@@ -54,20 +58,47 @@ def existing_contract(project_dir: Path, phase: Phase) -> Contract | None:
     return load_contract(path, project_dir) if path.is_file() else None
 
 
-def propose_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None) -> tuple[Contract, list[str]]:
+def propose_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None,
+                     context: str | None = None) -> tuple[Contract, list[str]]:
     """Ask the model for the phase's contract, validate it, write it; the contract and the open questions."""
-    from odin_magic.authoring.new_loop import model_configured, proposal_client_factory
+    proposal = ask_contract(project_dir, roadmap, phase, settings, context)
+    return write_contract(project_dir, phase, proposal), list(proposal.questions)
+
+
+def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None,
+                 context: str | None = None) -> ContractProposal:
+    """The model's proposal for the phase's contract (nothing written); ``context``: what a person settled
+    since (the phase's interview), sent with the phase's entry."""
+    from odin_magic.authoring.new_loop import model_configured
     from odin_magic.workers.client import run_coroutine
     from odin_magic.workers.config import Settings
 
     settings = settings or Settings.from_env()
-    path = contract_path(project_dir, phase.id)
     if not model_configured(settings):
-        raise ConfigError(f"phase {phase.id} has no contract ({path}) and no model is configured to propose one",
+        raise ConfigError(f"phase {phase.id} has no contract ({contract_path(project_dir, phase.id)}) and no model "
+                          "is configured to propose one",
                           hint="write the contract (docs/roadmap.md, 'Phase contracts'), or set ANTHROPIC_API_KEY "
                                "or ODIN_SCRIPT")
-    factory = proposal_client_factory(settings, project_dir)
-    proposal = run_coroutine(lambda: _ask(roadmap, phase, settings, factory))
+    return run_coroutine(lambda: _ask(roadmap, phase, settings, _client_factory(settings, project_dir), context))
+
+
+def _client_factory(settings, project_dir: Path):
+    """The offline scripted model when ``settings.script`` is set (its replay position kept in
+    ``.odin-loop/contracts/``, so the proposal after a phase's interview, in another process, takes the
+    script's next answer), else None (the API)."""
+    if settings.script is None:
+        return None
+    from odin_magic.workers.factory import locate_script
+    from odin_magic.workers.scripted import ScriptedModel
+
+    (Path(project_dir) / CONTRACTS_DIR).mkdir(parents=True, exist_ok=True)
+    model = ScriptedModel.from_file(locate_script(settings.script, project_dir), project_dir=Path(project_dir))
+    return model.client_factory(max_retries=settings.max_retries)
+
+
+def write_contract(project_dir: Path, phase: Phase, proposal: ContractProposal) -> Contract:
+    """Validate the proposal as a contract file and write it to ``.odin-loop/contracts/<phase-id>.yaml``."""
+    path = contract_path(project_dir, phase.id)
     text = render_contract(_contract(proposal, phase), header=f"contract of phase {phase.id} ({phase.title}), "
                            "proposed by the model; edit it before you approve the phase")
     report = validate_contract_text(text, str(path), project_dir)
@@ -75,7 +106,7 @@ def propose_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings
         raise OdinError(f"the model's contract for phase {phase.id} does not hold: {report.errors[0]}",
                         hint=f"write {path} yourself (docs/roadmap.md, 'Phase contracts')")
     write_atomic(path, text, within=Path(project_dir) / ".odin-loop")
-    return report.contract, list(proposal.questions)
+    return report.contract
 
 
 def _contract(p: ContractProposal, phase: Phase) -> Contract:
@@ -89,16 +120,25 @@ def _contract(p: ContractProposal, phase: Phase) -> Contract:
                         hint="write the contract yourself (docs/roadmap.md, 'Phase contracts')") from None
 
 
-async def _ask(roadmap: Roadmap, phase: Phase, settings, factory) -> ContractProposal:
+def phase_entry(roadmap: Roadmap, phase: Phase) -> str:
+    """The phase's roadmap entry as the model reads it: roadmap, milestone, the phase, the other phases."""
+    milestone = next((m for m in roadmap.milestones if m.id == phase.milestone), None)
+    return (f"Roadmap: {roadmap.title}\nMilestone: {milestone.id + ' ' + milestone.title if milestone else '-'}\n"
+            f"Phase {phase.id}: {phase.title}" + (f"\nNote: {phase.note}" if phase.note else "")
+            + "\nOther phases: " + "; ".join(f"{p.id} {p.title}" for p in roadmap.phases() if p.id != phase.id))
+
+
+async def _ask(roadmap: Roadmap, phase: Phase, settings, factory, context: str | None) -> ContractProposal:
     from odin_magic.workers.prompts import system_blocks
     from odin_magic.workers.structured import Question, ask_twice
 
-    milestone = next((m for m in roadmap.milestones if m.id == phase.milestone), None)
-    content = (f"Roadmap: {roadmap.title}\nMilestone: {milestone.id + ' ' + milestone.title if milestone else '-'}\n"
-               f"Phase {phase.id}: {phase.title}" + (f"\nNote: {phase.note}" if phase.note else "")
-               + "\nOther phases: " + "; ".join(f"{p.id} {p.title}" for p in roadmap.phases() if p.id != phase.id))
+    content = phase_entry(roadmap, phase)
+    if context:
+        content += ("\n\nWhat a person settled about this phase in a deep interview (its answers and the spec it "
+                    "wrote); follow it:\n" + context)
     return await ask_twice(settings, factory, ContractProposal, Question(
         system=system_blocks(RULES), content=content,
-        headers={"x-odin-stage": phase.id, "x-odin-purpose": "contract", "x-odin-call": uuid.uuid4().hex},
+        headers={"x-odin-stage": phase.id, "x-odin-purpose": "contract", "x-odin-call": uuid.uuid4().hex,
+                 "x-odin-run-dir": CONTRACTS_DIR},
         what=f"proposing the contract of phase {phase.id}",
         hint=f"write .odin-loop/contracts/{phase.id}.yaml yourself (docs/roadmap.md, 'Phase contracts')"))

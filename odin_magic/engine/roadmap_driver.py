@@ -1,7 +1,8 @@
 """`odin roadmap run`: drive a roadmap phase by phase (seed 002's orchestrator; issue 22 items 3-5).
 
 SELECT the first phase that is not finished (roadmap.md's order), ensure its CONTRACT (a missing one is
-proposed by the model: :mod:`.roadmap_contract`), APPLY it to a run of its loop (:mod:`.roadmap_apply`),
+proposed by the model: :mod:`.roadmap_contract`; one the model cannot settle asks the deep interview
+first: :mod:`.roadmap_interview`), APPLY it to a run of its loop (:mod:`.roadmap_apply`),
 whose gates MEASURE and JUDGE, then UNIFY by the run's outcome:
 
 * done → a memory decision, the phase checked ``[x]``, the next phase (a risky phase first waits for a
@@ -31,13 +32,15 @@ import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.errors import OdinError, UsageError
 from odin_magic.engine.roadmap_apply import apply_contract, manifest_text
-from odin_magic.engine.roadmap_contract import existing_contract, propose_contract
+from odin_magic.engine.roadmap_contract import ask_contract, existing_contract, propose_contract, write_contract
+from odin_magic.engine.roadmap_interview import ContractInterview
 from odin_magic.engine.roadmap_report import write_report
+from odin_magic.interview.awaiting import render_question
 from odin_magic.learning import memory
 from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
@@ -47,6 +50,9 @@ from odin_magic.runs.roadmap_progress import (
     read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
+
+if TYPE_CHECKING:
+    from odin_magic.interview.models import PendingQuestion
 
 Ending = Literal["complete", "paused", "escalated", "blocked", "needs_person"]
 EXIT_NEEDS_PERSON = 3
@@ -167,6 +173,9 @@ class RoadmapDriver:
             return contract
         if p.undecided:  # its run ended done (the contract then changed, and was put back; or a stop): decide it
             return self._decide(roadmap, phase, contract, self.engine.status(p.last_run))
+        if p.pause == "interview":  # its interview converged and the contract is written: the phase starts afresh
+            append_record(self.project, "approved", phase.id, kind="interview")
+            p = progress(self.project, roadmap)[phase.id]
         if p.status == "pending":
             if self._must_pause_before(roadmap, contract, phase):
                 return self._pause(phase, "start", contract=contract)
@@ -194,14 +203,31 @@ class RoadmapDriver:
         return self._decide(roadmap, phase, contract, state)
 
     def _contract(self, roadmap: Roadmap, phase: Phase, p: PhaseProgress) -> Contract | RoadmapOutcome:
+        """CONTRACT: the phase's file; else the model's proposal, its open questions asked first by the deep
+        interview (:mod:`.roadmap_interview`), then proposed again with the interview's answers."""
         contract = existing_contract(self.project, phase)
         if contract is not None:
             return contract
         if p.runs:
             raise OdinError(f"phase {phase.id} has runs but its contract is gone",
                             hint=f"put .odin-loop/contracts/{phase.id}.yaml back")
-        self.tell(f"phase {phase.id} has no contract: asking the model for one")
-        contract, questions = propose_contract(self.project, roadmap, phase, self.options.settings)
+        interview = ContractInterview(self.project, phase.id, self.options.settings, tell=self.tell)
+        if not interview.exists:
+            self.tell(f"phase {phase.id} has no contract: asking the model for one")
+            proposal = ask_contract(self.project, roadmap, phase, self.options.settings)
+            if not proposal.questions:
+                return write_contract(self.project, phase, proposal)
+            self.tell(f"phase {phase.id}: the model could not settle its contract ({'; '.join(proposal.questions)}); "
+                      "the deep interview asks you first")
+            question = interview.begin(roadmap, phase, proposal.questions)
+        else:
+            question = interview.question()
+        if question is not None:
+            return self._asks(phase, p, question)
+        self.tell(f"phase {phase.id}: its contract interview is finished; asking the model for the contract again, "
+                  "with your answers")
+        contract, questions = propose_contract(self.project, roadmap, phase, self.options.settings,
+                                               context=interview.context())
         if questions:
             reason = "settle these in the contract first: " + "; ".join(questions)
             return self._pause(phase, "start", contract=contract, reason=reason)
@@ -375,6 +401,20 @@ class RoadmapDriver:
             return self._needs_person(phase, kind, reason, contract)
         self.tell("`odin roadmap run` goes on (approves); edit the contract first to change it")
         return RoadmapOutcome("paused", phase.id, reason, contract=contract)
+
+    def _asks(self, phase: Phase, p: PhaseProgress, question: PendingQuestion) -> RoadmapOutcome:
+        """The phase's contract interview waits for a person's answer (`odin answer`, `%odin answer`)."""
+        reason = "its contract interview waits for your answer: `odin answer TEXT` (`odin question` shows it)"
+        if p.pause != "interview":
+            append_record(self.project, "paused", phase.id, kind="interview", reason=reason)
+        self.tell(f"phase {phase.id} ({phase.title}) needs your answers before its contract is written; "
+                  "the deep interview asks:")
+        self.tell(render_question(question))
+        if self.options.unattended:
+            return self._needs_person(phase, "interview", reason, None)
+        self.tell('→ odin answer "..." (in a notebook: %odin answer ...); once the interview is finished, '
+                  "`odin roadmap run` proposes the contract from your answers")
+        return RoadmapOutcome("paused", phase.id, reason)
 
     def _needs_person(self, phase: Phase, kind: str, reason: str | None, contract: Contract | None) -> RoadmapOutcome:
         self.tell(f"unattended: phase {phase.id} needs a person ({kind}); stopping (exit {EXIT_NEEDS_PERSON})")

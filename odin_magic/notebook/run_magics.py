@@ -82,8 +82,26 @@ class RunMagics:
 
     def _cmd_answer(self, args):
         runner = self.runner()
+        active = runner.active()
+        if active is None or active.status != "awaiting_answer":  # a roadmap phase's contract interview?
+            from odin_magic.engine.roadmap_interview import waiting_interview
+
+            interview = waiting_interview(runner.project_dir, self.settings(), tell=print)
+            if interview is not None:
+                return self._answer_contract(interview, " ".join(args.text))
         runner.answer(" ".join(args.text), ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, "odin: answer sent")
+
+    def _answer_contract(self, interview, text: str):
+        """The answer goes to the interview a roadmap phase's contract asks first; `%odin roadmap run` goes
+        on once it is finished."""
+        from odin_magic.interview.awaiting import render_question
+
+        question = interview.answer(text)
+        if question is None:
+            print(interview.converged_line().replace("`odin roadmap run`", "`%odin roadmap run`"))
+        else:
+            print(render_question(question) + "\n→ %odin answer ...")
 
     def _after_submit(self, runner: NotebookRunner, args, message: str):
         if getattr(args, "wait", False):

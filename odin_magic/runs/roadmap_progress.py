@@ -50,7 +50,7 @@ class PhaseProgress(BaseModel):
     concern: str | None = None
     last_run: str | None = None
     reason: str | None = None  # why a phase is escalated, blocked or paused
-    pause: str | None = None  # what a paused phase waits for: start | verdict | concerns | signoff | run
+    pause: str | None = None  # what a paused phase waits for: start | interview | verdict | concerns | signoff | run
     notes_written: list[str] = Field(default_factory=list)  # the status notes odin wrote on the phase's line
     contract_changed: bool = False  # blocked: the contract's bytes are not those its run began under
     undecided: bool = False  # its sealed run ended done, but the phase's outcome is not recorded yet
@@ -65,7 +65,7 @@ class RoadmapRecord(BaseModel):
     type: RecordKind
     phase: str
     run_id: str | None = None
-    kind: str | None = None  # paused/approved: start | verdict | concerns | signoff
+    kind: str | None = None  # paused/approved: start | interview | verdict | concerns | signoff
     status: str | None = None  # outcome: done | done_with_concerns | escalated | blocked
     reason: str | None = None
     ignore: list[str] = Field(default_factory=list)  # retry: the runs that no longer count
@@ -166,6 +166,7 @@ def _fold(project_dir: Path, phase: Phase, states: list[RunState], recs: list[Ro
     elif not states:
         p.status = "skipped" if phase.done and not recs else "paused" if waiting else "pending"
         p.pause = waiting.kind if waiting else None
+        p.reason = waiting.reason if waiting else None  # e.g. its contract interview waits for an answer
     else:
         _from_run(project_dir, p, states[-1], recs, waiting)
         changed = contract_change(project_dir, phase.id, states[-1].run_id, recs)

@@ -43,3 +43,31 @@ def test_roadmap_run_in_the_notebook_and_its_plain_text_is_the_cli(ip, magics, t
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main(["roadmap", "run", "--project", str(tmp_path)])
     assert code == 0 and repr(again).strip() == out.getvalue().strip()
+
+
+def test_percent_odin_answer_answers_a_phases_contract_interview(ip, tmp_path, capsys):
+    """A phase whose contract the model cannot settle: `%odin roadmap run` shows the interview's question,
+    `%odin answer` answers it (no run waits for one), then `%odin roadmap run` writes the contract."""
+    from odin_magic.loop.contract import contract_path
+    from support.contract_interview import ANSWERS, make_project, roadmap_script
+
+    project = tmp_path / "p"
+    project.mkdir()
+    make_project(project)
+    script = tmp_path / "roadmap.script.yaml"
+    script.write_text(yaml.safe_dump(roadmap_script()), encoding="utf-8")
+    ip.run_line_magic("odin", f"config project={project} script={script}")
+    magics = ip.magics_manager.registry["OdinMagics"]
+    try:
+        shown = repr(ip.run_line_magic("odin", "roadmap run"))
+        assert "the deep interview asks you first" in shown and "%odin answer" in shown, shown
+        capsys.readouterr()
+        ip.run_line_magic("odin", "answer confirm")
+        assert "Which word does greet return?" in capsys.readouterr().out
+        for answer in ANSWERS[1:]:
+            ip.run_line_magic("odin", f"answer {answer}")
+        assert "`%odin roadmap run`" in capsys.readouterr().out
+        shown = repr(ip.run_line_magic("odin", "roadmap run"))
+        assert "scope: app.py" in shown and contract_path(project, "p1").is_file(), shown
+    finally:
+        magics.project, magics.script = "", None

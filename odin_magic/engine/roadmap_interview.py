@@ -1,0 +1,174 @@
+"""The deep interview a phase's contract asks first (issue 22 item 2; docs/roadmap.md, 'The contract interview').
+
+When the model's proposal for a missing contract comes back with ``questions`` (an ambiguous scope or
+acceptance), nothing is written: the phase asks the deep interview (:mod:`odin_magic.interview`) about
+itself first. Its seed (the phase's roadmap entry and the model's questions) and its state (the same
+resumable session a loop's interview stage keeps: ``interview-<phase>.json``, ``interview-log.md``,
+``spec.md``) live in ``.odin-loop/contracts/<phase-id>.interview/``, so a restart, ``odin roadmap run``
+again or another process continues it where the files say. A waiting question is answered as any
+interview question is: ``odin answer TEXT`` in a terminal, ``%odin answer TEXT`` in a notebook. Once it
+converges, the driver asks the model for the contract again with :meth:`ContractInterview.context` (the
+answers and the spec) and writes it as before.
+
+The interview's model is the one a loop's interview stage gets (:func:`~odin_magic.interview.claude.
+make_interview_model`: Claude, or offline the script's ``interview:`` section); in a roadmap's script,
+``interview: {phases: {<phase-id>: {...}}}`` gives each phase its own scripted interview.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, ValidationError
+
+from odin_magic.core.atomic import write_atomic
+from odin_magic.core.errors import OdinError
+from odin_magic.engine.roadmap_contract import phase_entry
+from odin_magic.interview.models import InterviewState, PendingQuestion
+from odin_magic.interview.session import SPEC_FILE, InterviewPlace, InterviewSession, load_state, state_path
+from odin_magic.loop.contract import CONTRACTS_DIR
+from odin_magic.loop.roadmap import Phase, Roadmap
+from odin_magic.loop.schema import Stage
+
+INTERVIEW_SUFFIX = ".interview"
+SEED_FILE = "seed.json"
+#: The interview a contract asks: no scheduled challenges, at most 10 rounds (a phase is smaller than a project).
+INTERVIEW = {"mode": "deep", "challenges": [], "hard_cap": 10}
+GOAL = ("Settle what the phase's contract could not decide: its scope (which project paths it may change) and "
+        "its acceptance (observable criteria, and the commands that check them)")
+
+
+class Seed(BaseModel):
+    """What the interview is about: the phase, its roadmap entry and the questions the model left open."""
+
+    phase: str
+    title: str
+    entry: str
+    questions: list[str]
+
+
+def interview_dir(project_dir: Path, phase_id: str) -> Path:
+    return Path(project_dir) / CONTRACTS_DIR / f"{phase_id}{INTERVIEW_SUFFIX}"
+
+
+class ContractInterview:
+    """One phase's contract interview, kept in ``.odin-loop/contracts/<phase-id>.interview/``."""
+
+    def __init__(self, project_dir: Path, phase_id: str, settings=None, tell: Callable[[str], None] | None = None):
+        self.project = Path(project_dir)
+        self.phase_id = phase_id
+        self.dir = interview_dir(project_dir, phase_id)
+        self.settings = settings
+        self._tell = tell
+
+    @property
+    def exists(self) -> bool:
+        return (self.dir / SEED_FILE).is_file()
+
+    @property
+    def state_file(self) -> Path:
+        return state_path(self.dir, self.phase_id)
+
+    def state(self) -> InterviewState | None:
+        return load_state(self.state_file)
+
+    @property
+    def done(self) -> bool:
+        state = self.state()
+        return state is not None and state.phase == "done"
+
+    def seed(self) -> Seed:
+        path = self.dir / SEED_FILE
+        try:
+            return Seed.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValidationError) as exc:
+            raise OdinError(f"{path}: the contract interview's seed cannot be read ({exc.__class__.__name__})",
+                            hint=f"delete {self.dir} to ask the model for the contract again") from None
+
+    # -- the interview -------------------------------------------------------------------------
+
+    def begin(self, roadmap: Roadmap, phase: Phase, questions: list[str]) -> PendingQuestion | None:
+        """Start the interview about ``phase`` (its entry and the model's ``questions`` as its seed)."""
+        seed = Seed(phase=phase.id, title=phase.title, entry=phase_entry(roadmap, phase), questions=list(questions))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.dir / SEED_FILE, seed.model_dump_json(indent=2) + "\n", within=self.project / ".odin-loop")
+        return self._session().start()
+
+    def question(self) -> PendingQuestion | None:
+        """The waiting question, read from the file (no model asked); None once the interview converged.
+        After a crash between an answer and the next question, the model prepares that question now."""
+        state = self.state()
+        if state is not None and state.phase == "done":
+            return None
+        if state is not None and state.pending is not None:
+            return state.pending
+        return self._session().start()
+
+    def answer(self, text: str) -> PendingQuestion | None:
+        """A person's reply to the waiting question: the next question, or None when the interview converged."""
+        return self._session().answer(text)
+
+    def context(self) -> str:
+        """What the interview settled, for the second proposal: the open questions, every answer, the spec."""
+        seed, state = self.seed(), self.state()
+        lines = ["Your earlier proposal left these questions open: " + "; ".join(seed.questions), "",
+                 "The interview, question by question:"]
+        for r in state.rounds if state else []:
+            by = {"auto": " (an assumption the person let the model make)", "skipped": " (skipped)"}.get(
+                r.answered_by, "")
+            lines += [f"- Q: {r.question}", f"  A{by}: {r.answer}"]
+        spec = self.dir / SPEC_FILE
+        if spec.is_file():
+            lines += ["", "The interview's spec (spec.md):", spec.read_text(encoding="utf-8")]
+        return "\n".join(lines)
+
+    def converged_line(self) -> str:
+        state = self.state()
+        rounds = f" after {state.round} round(s)" if state else ""
+        return (f"phase {self.phase_id}: its contract interview is finished{rounds}; `odin roadmap run` asks the "
+                "model for the contract with your answers")
+
+    def _session(self) -> InterviewSession:
+        seed = self.seed()
+        stage = Stage.model_validate({
+            "id": seed.phase, "title": f"the contract of roadmap phase {seed.phase}", "goal": GOAL,
+            "prompt": (f"{seed.entry}\n\nThe model proposing the phase's contract could not decide: "
+                       + "; ".join(seed.questions) + "\nAsk the person about these first; the contract is "
+                       "proposed again from their answers."),
+            "interview": INTERVIEW, "gate": {"mode": "ai", "check": "the stop condition holds"}})
+        place = InterviewPlace(run_dir=self.dir, project_dir=self.project, stage=stage,
+                               task=f"the contract of roadmap phase {seed.phase}: {seed.title}")
+        return InterviewSession.open(place, _model(self.settings, self.project, seed.phase), emit=self._emit)
+
+    def _emit(self, kind: str, text: str, data: dict) -> None:
+        if self._tell is not None and kind in ("notice", "interview_round", "interview_done"):
+            self._tell(f"phase {self.phase_id} interview: {text}")
+
+
+def waiting_interview(project_dir: Path, settings=None, tell: Callable[[str], None] | None = None
+                      ) -> ContractInterview | None:
+    """The contract interview that waits for a person's answer (the newest, if several), or None."""
+    root = Path(project_dir) / CONTRACTS_DIR
+    found = []
+    for path in sorted(root.glob(f"*{INTERVIEW_SUFFIX}")) if root.is_dir() else []:
+        interview = ContractInterview(project_dir, path.name[: -len(INTERVIEW_SUFFIX)], settings, tell)
+        if interview.exists and interview.state_file.is_file() and not interview.done:
+            found.append((interview.state_file.stat().st_mtime, interview))
+    return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def _model(settings, project_dir: Path, phase_id: str):
+    """The interview model a loop's interview stage gets; a script's ``interview: {phases: {<phase-id>: ...}}``
+    gives this phase its own scripted interview."""
+    from odin_magic.interview.claude import make_interview_model
+    from odin_magic.interview.scripted import ScriptedInterviewModel
+    from odin_magic.workers.config import Settings
+
+    model = make_interview_model(settings or Settings.from_env(), project_dir)
+    phases = model.script.get("phases") if isinstance(model, ScriptedInterviewModel) else None
+    if isinstance(phases, dict) and isinstance(phases.get(phase_id), dict):
+        own = ScriptedInterviewModel(phases[phase_id], source=f"{model.source} phases.{phase_id}")
+        own.price = model.price
+        return own
+    return model

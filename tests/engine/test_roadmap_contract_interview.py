@@ -1,0 +1,105 @@
+"""`roadmap run`'s contract stage when the model cannot settle a phase's contract (issue 22 item 2): the deep
+interview asks the person first (`odin answer`, resumable from .odin-loop/contracts/<phase>.interview/), then
+the contract is proposed again with the answers, written, approved (hitl) and the phase runs. The real engine
+and SDK: the proposals against the local fake Messages API or the scripted model, the interview's model the
+scripted one, as a user would configure it."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from odin_magic.cli import main
+from odin_magic.engine.orchestrator import Engine
+from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
+from odin_magic.engine.roadmap_interview import interview_dir, waiting_interview
+from odin_magic.loop.contract import contract_path, load_contract
+from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
+from odin_magic.runs.roadmap_progress import progress
+from odin_magic.workers.config import Settings
+from support.contract_interview import ANSWERS, INTERVIEW, PROPOSAL, RUN, UNSETTLED, make_project, roadmap_script
+from support.fake_messages import FakeMessages
+
+
+def _env(tmp_path, monkeypatch, script: dict, interview: dict | None = None) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_INTERVIEW_SCRIPT"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "roadmap.script.yaml"
+    path.write_text(yaml.safe_dump(script))
+    monkeypatch.setenv("ODIN_SCRIPT", str(path))
+    if interview is not None:
+        (tmp_path / "interview.yaml").write_text(yaml.safe_dump(interview))
+        monkeypatch.setenv("ODIN_INTERVIEW_SCRIPT", str(tmp_path / "interview.yaml"))
+
+
+def test_an_unsettled_contract_asks_the_interview_then_is_proposed_again_with_the_answers(project, tmp_path,
+                                                                                          monkeypatch):
+    make_project(project)
+    _env(tmp_path, monkeypatch, yaml.safe_load(RUN), interview=INTERVIEW)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # the proposals' credential: the fake API's
+    engine = Engine(project)
+    fake = FakeMessages().reply(json.dumps(UNSETTLED)).reply(json.dumps(PROPOSAL))
+    with fake.serve() as url:
+        options = lambda **kw: RoadmapOptions(settings=Settings(base_url=url), **kw)  # noqa: E731
+        out = RoadmapDriver(engine, options=options()).run()
+        # no contract yet: the phase waits at the interview's first question, and says how to answer it
+        assert (out.ending, out.phase) == ("paused", "p1") and engine.runs() == [], out.lines
+        assert not contract_path(project, "p1").exists()
+        assert any("I split the work into: C1 Greeting" in line for line in out.lines)
+        assert any('odin answer "..."' in line for line in out.lines)
+        p1 = progress(project, load_roadmap(project / ROADMAP_FILE))["p1"]
+        assert (p1.status, p1.pause) == ("paused", "interview") and "odin answer" in p1.reason
+        assert "Which greeting: hello or hi?" in (interview_dir(project, "p1") / "seed.json").read_text()
+        # unattended: a phase whose contract needs a person's answers stops there (exit 3)
+        assert RoadmapDriver(engine, options=options(unattended=True)).run().exit_code == 3
+        # the answers, one at a time (each from a fresh object: the state is the files); then finished
+        for n, answer in enumerate(ANSWERS):
+            question = waiting_interview(project).answer(answer)
+            assert (question is None) == (n == len(ANSWERS) - 1), question
+        assert waiting_interview(project) is None
+        assert (interview_dir(project, "p1") / "spec.md").is_file()
+        out = RoadmapDriver(engine, options=options()).run()  # proposed again, written, shown for approval
+        assert (out.ending, out.phase) == ("paused", "p1") and engine.runs() == [], out.lines
+        assert load_contract(contract_path(project, "p1"), project).scope == ["app.py"]
+        assert any("scope: app.py" in line for line in out.lines)
+        out = RoadmapDriver(engine, options=options()).run()  # approved: the phase runs and is done
+    assert out.ending == "complete", out.lines
+    assert (project / "app.py").read_text() == "def greet():\n    return 'hello'\n"
+    first, second = fake.bodies(purpose="contract", stage="p1")
+    assert "greet returns exactly the word hello" not in first.text
+    for seen in ("Which greeting: hello or hi?", "greet returns exactly the word hello", "only app.py changes",
+                 "Given the app, when greet is called, then it says hello"):  # the answers, and the spec's criterion
+        assert seen in second.text, seen
+
+
+def odin(project, *argv, capsys):
+    code = main([*argv, "--project", str(project)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_path, monkeypatch, capsys):
+    """`odin roadmap run`, `odin question`, `odin answer`: the roadmap's own script answers both the contract
+    proposals (`answers: {contract: {p1: [...]}}`) and the interview (`interview: {phases: {p1: ...}}`)."""
+    make_project(project)
+    _env(tmp_path, monkeypatch, roadmap_script())
+    code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 0 and "the deep interview asks you first" in out and 'odin answer "..."' in out
+    code, out, _ = odin(project, "roadmap", capsys=capsys)  # the status: paused, and how to answer
+    assert code == 0 and "paused" in out and "odin answer" in out, out
+    code, out, _ = odin(project, "roadmap", "run", "--unattended", capsys=capsys)
+    assert code == 3 and "needs a person (interview)" in out
+    code, out, _ = odin(project, "question", capsys=capsys)
+    assert code == 0 and "phase p1's contract interview" in out and "C1 Greeting" in out
+    code, out, _ = odin(project, "answer", "confirm", capsys=capsys)
+    assert code == 0 and "Which word does greet return?" in out
+    for answer in ANSWERS[1:]:
+        code, out, err = odin(project, "answer", answer, capsys=capsys)
+        assert code == 0, err
+    assert "its contract interview is finished" in out and "`odin roadmap run`" in out
+    code, out, _ = odin(project, "roadmap", "run", capsys=capsys)  # the contract, written and shown
+    assert code == 0 and "scope: app.py" in out and contract_path(project, "p1").is_file()
+    assert "settle these" not in out  # the script's second proposal, in this new command: nothing left open
+    code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 0 and "roadmap complete" in out
