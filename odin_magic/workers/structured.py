@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
-from anthropic import transform_schema
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
@@ -41,6 +40,8 @@ async def ask_structured(client: Any, output: type[M], **params: Any) -> Structu
     """``client.messages.create`` with ``output``'s JSON schema as the output format; the reply is
     validated by ``output`` after it is returned. API errors propagate as the SDK raises them; a
     body that is not a message (``{}``, a list, an HTML page) is a ``ValueError``."""
+    from anthropic import transform_schema  # the SDK only where a model is asked: `odin status` never loads it
+
     schema = transform_schema(output)
     reply = await client.messages.create(
         **params, output_config={"format": {"type": "json_schema", "schema": schema}}

@@ -47,3 +47,13 @@ def test_a_command_loads_what_it_uses(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 1 and "no runs in" in done.stderr
 
+
+
+def test_odin_status_loads_no_model_sdk_and_no_charts(tmp_path):
+    """`odin status` reads a run and prints it: it needs the engine, never the model SDK (over a second of
+    imports on a loaded machine), matplotlib or widgets."""
+    code = ("from odin_magic.cli import main\n"
+            f"try:\n    main(['status', '--project', {str(tmp_path)!r}])\nexcept SystemExit:\n    pass")
+    loaded = loaded_after(code)
+    assert "odin_magic.engine.orchestrator" in loaded  # it did load what it uses
+    assert not {"anthropic", "matplotlib", "ipywidgets"} & set(loaded), loaded
