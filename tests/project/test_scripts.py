@@ -97,6 +97,7 @@ def test_test_sh_installs_chromium_with_apt_only_as_root_and_only_for_the_browse
     assert pytest_call.startswith("python -m pytest")
     assert ("-m not browser" in pytest_call) == bool(args)
     assert "--no-browser" not in pytest_call  # test.sh's own option, not pytest's
+    assert "-n auto --dist worksteal" in pytest_call  # every core (issue 18 item 2); `-n 0` after it wins
 
 
 def test_readme_starts_with_the_two_commands_and_says_what_test_sh_changes():
