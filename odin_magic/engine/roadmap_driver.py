@@ -105,8 +105,6 @@ class RoadmapDriver:
 
     def run(self) -> RoadmapOutcome:
         """Drive until the roadmap is complete, a phase stops it, or a person is needed."""
-        if not self.path.is_file():
-            raise UsageError(f"no roadmap at {self.path}", hint="write one (docs/roadmap.md), or `odin roadmap new`")
         self.engine.unattended = self.options.unattended
         roadmap = load_roadmap(self.path)
         self._person_options(roadmap)

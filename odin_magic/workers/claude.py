@@ -231,7 +231,9 @@ class ClaudeWorker:
             emit("info", f"{REFUSALS_FILE} was not written: {exc.message}")
 
     @staticmethod
-    def _tags(stage: str, purpose: str, run_dir: Path, project_dir: Path) -> dict[str, str]:
+    def tags(stage: str, purpose: str, run_dir: Path, project_dir: Path) -> dict[str, str]:
+        """The headers that tag a request of this worker: its stage, its purpose (work, judge, compare), a call
+        id and the run dir relative to the project (the scripted model and the recorder read them)."""
         try:
             run_rel = os.path.relpath(run_dir, project_dir)
         except ValueError:
@@ -345,7 +347,7 @@ class ClaudeWorker:
                 thread=False,
                 max_iterations=max(1, (job.max_turns or self.settings.max_turns) - turns.count),
                 cache_control={"type": "ephemeral"},
-                extra_headers=self._tags(stage_id, "work", job.run_dir, job.project_dir),
+                extra_headers=self.tags(stage_id, "work", job.run_dir, job.project_dir),
                 **thinking_request(self.settings, job.stage),
             )
             try:
@@ -491,7 +493,7 @@ class ClaudeWorker:
 
         request = {"model": model, "max_tokens": min(self.settings.max_tokens, JUDGE_MAX_TOKENS),
                    "system": system_blocks(JUDGE_RULES), "messages": [{"role": "user", "content": brief}],
-                   "extra_headers": self._tags(stage_id, "judge", job.run_dir, job.project_dir)}
+                   "extra_headers": self.tags(stage_id, "judge", job.run_dir, job.project_dir)}
         verdict, usage = await self.ask_structured(Verdict, request, again, f"gate judge of stage {stage_id}", emit)
         if verdict is not None:
             return JudgeResult(verdict=verdict, usage=usage)

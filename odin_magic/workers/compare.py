@@ -98,7 +98,7 @@ async def ask_comparison(worker: Any, job: JudgeJob, events: EventSink) -> Compa
 
     request = {"model": model, "max_tokens": min(worker.settings.max_tokens, MAX_TOKENS), "system": system_blocks(RULES),
                "messages": [{"role": "user", "content": brief}],
-               "extra_headers": worker._tags(stage_id, "compare", job.run_dir, job.project_dir)}
+               "extra_headers": worker.tags(stage_id, "compare", job.run_dir, job.project_dir)}
     value, usage = await worker.ask_structured(Comparison, request, again, f"judge comparison of stage {stage_id}", emit)
     if value is None:
         return CompareResult(None, usage, "the judge gave no valid comparison twice: " + "; ".join(problems))

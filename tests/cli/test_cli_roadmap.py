@@ -22,6 +22,13 @@ def test_without_a_roadmap_it_says_how_to_make_one(project, capsys):
     assert "odin roadmap new --from spec.md" in err and "Traceback" not in err
 
 
+def test_roadmap_run_without_a_roadmap_says_what_odin_roadmap_says(project, capsys):
+    code, out, err = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 1 and out == ""
+    assert err.splitlines()[0].endswith(f"{ROADMAP_FILE}: no roadmap here")  # the same words as `odin roadmap`
+    assert "odin roadmap new --from spec.md" in err and "Traceback" not in err
+
+
 def test_validate_checks_the_roadmap_and_the_contracts_its_phases_have(project, capsys):
     (project / ".odin-loop" / "contracts").mkdir(parents=True)
     (project / ROADMAP_FILE).write_text(ROADMAP, encoding="utf-8")
