@@ -18,6 +18,6 @@ def cmd_roadmap_run(project: Path, args: argparse.Namespace) -> int:
 
     engine = Engine(project, listener=print_event)
     outcome = RoadmapDriver(engine, tell=lambda text: print(text, flush=True), options=run_options(args)).run()
-    print(roadmap_run_summary(outcome.ending, outcome.phase, outcome.report), flush=True)
+    print(roadmap_run_summary(outcome.ending, outcome.phase, outcome.report, outcome.asks), flush=True)
     return outcome.exit_code
 

@@ -76,6 +76,7 @@ class RoadmapOutcome:
     contract: Contract | None = None  # the contract shown at a pause before a phase
     lines: list[str] = field(default_factory=list)  # everything told, in order
     report: Path | None = None
+    asks: bool = False  # paused at a question of the phase's contract interview (`odin answer`), not an approval
 
     @property
     def exit_code(self) -> int:
@@ -412,7 +413,7 @@ class RoadmapDriver:
             return self._needs_person(phase, "interview", reason, None)
         self.tell('→ odin answer "..." (in a notebook: %odin answer ...); once the interview is finished, '
                   "`odin roadmap run` proposes the contract from your answers")
-        return RoadmapOutcome("paused", phase.id, reason)
+        return RoadmapOutcome("paused", phase.id, reason, asks=True)
 
     def _needs_person(self, phase: Phase, kind: str, reason: str | None, contract: Contract | None) -> RoadmapOutcome:
         self.tell(f"unattended: phase {phase.id} needs a person ({kind}); stopping (exit {EXIT_NEEDS_PERSON})")

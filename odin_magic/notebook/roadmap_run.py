@@ -46,4 +46,5 @@ def drive_roadmap(magics, options):
     runner.ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
     options.settings = magics.settings()  # a contract proposal asks the same model
     outcome = RoadmapDriver(runner.engine, options=options).run()
-    return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report))
+    return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report,
+                                                       outcome.asks))

@@ -86,6 +86,8 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
     _env(tmp_path, monkeypatch, roadmap_script())
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "the deep interview asks you first" in out and 'odin answer "..."' in out
+    # its last line says an answer goes on, not `odin roadmap run` (which would only ask the same question again)
+    assert out.rstrip().splitlines()[-2].startswith("paused: its contract interview waits for your answer"), out
     code, out, _ = odin(project, "roadmap", capsys=capsys)  # the status: paused, and how to answer
     assert code == 0 and "paused" in out and "odin answer" in out, out
     code, out, _ = odin(project, "roadmap", "run", "--unattended", capsys=capsys)
