@@ -21,7 +21,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-import anthropic
 from pydantic import BaseModel
 
 from odin_magic.workers.config import Settings, usage_with_cost
@@ -29,11 +28,11 @@ from odin_magic.core.confine import is_confined
 from odin_magic.runs.state import Usage
 from odin_magic.workers.base import WorkerError
 from odin_magic.workers.client import (
-    api_failure, default_client_factory, malformed_reply, require_credentials, run_coroutine, usage_of
+    default_client_factory, require_credentials, run_coroutine, usage_of
 )
 from odin_magic.workers.factory import recorded
 from odin_magic.workers.prompts import system_blocks
-from odin_magic.workers.structured import Retry, ask_until_valid
+from odin_magic.workers.structured import Retry, ask_or_fail
 from odin_magic.interview.convergence import CODE_SUFFIXES, IGNORED_DIRS
 from odin_magic.interview.models import (
     AutoAnswer, Candidates, ChallengeProbe, ComponentProposal, ContextFindings, QuestionDraft,
@@ -134,19 +133,8 @@ class ClaudeInterviewModel:
             "extra_headers": {"x-odin-stage": brief.stage, "x-odin-purpose": f"interview-{purpose}",
                               "x-odin-call": uuid.uuid4().hex},
         }
-        client = self._client_factory()
-        try:
-            value = await ask_until_valid(client, output, request, count, again)
-        except anthropic.AnthropicError as exc:
-            err = api_failure(exc, self.settings, what)
-            err.usage = usage
-            raise err from exc
-        except ValueError as exc:  # a body that is not JSON, or not a message
-            err = malformed_reply(exc, what)
-            err.usage = usage
-            raise err from exc
-        finally:
-            await client.close()
+        value = await ask_or_fail(self._client_factory(), output, request, count, again,
+                                  (self.settings, what, None, lambda: usage))
         if value is not None:
             return Reply(value, usage)
         err = WorkerError(

@@ -55,12 +55,12 @@ from odin_magic.workers.base import (
     EventSink, JudgeJob, JudgeResult, StageJob, StageResult, Verdict, WorkerError, WorkerEvent
 )
 from odin_magic.workers.client import (
-    ClientFactory, api_failure, api_message, default_client_factory, has_credentials, malformed_reply, require_credentials,
-    run_coroutine, usage_of,
+    ClientFactory, api_failure, api_message, default_client_factory, has_credentials, malformed_reply,
+    require_credentials, run_coroutine, usage_of,
 )
 from odin_magic.workers.conversation import RunThread, estimate_tokens
 from odin_magic.workers.tool_log import ToolLog
-from odin_magic.workers.structured import Retry, ask_until_valid
+from odin_magic.workers.structured import Retry, ask_or_fail
 from odin_magic.workers.prompts import (
     JUDGE_RULES, WORKER_RULES, command_status, judge_brief, loop_context,
     stage_brief, system_blocks,
@@ -455,19 +455,8 @@ class ClaudeWorker:
             nonlocal usage
             usage = usage + self._cost(model, usage_of(reply), emit)
 
-        async with AsyncExitStack() as stack:
-            client = self._client_factory()
-            stack.push_async_callback(client.close)
-            try:
-                value = await ask_until_valid(client, schema, request, count, again)
-            except anthropic.AnthropicError as exc:
-                err = api_failure(exc, self.settings, what, model)
-                err.usage = usage
-                raise err from exc
-            except ValueError as exc:  # a body that is not JSON, or not a message
-                err = malformed_reply(exc, what)
-                err.usage = usage
-                raise err from exc
+        value = await ask_or_fail(self._client_factory(), schema, request, count, again,
+                                  (self.settings, what, model, lambda: usage))
         return value, usage
 
     async def ajudge(self, job: JudgeJob, events: EventSink) -> JudgeResult:

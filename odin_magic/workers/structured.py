@@ -79,6 +79,30 @@ async def ask_until_valid(client: Any, output: type[M], request: dict[str, Any],
     return None
 
 
+async def ask_or_fail(client: Any, output: Any, request: dict[str, Any], count: Callable[[Any], None],
+                      again: Callable[[Any, int], Any], failure: tuple[Any, str, str | None, Callable[[], Any]]):
+    """:func:`ask_until_valid` on ``client`` (closed afterwards), an API failure or a
+    body that is not a message turned into a resumable WorkerError; ``failure``: the settings, what was asked
+    (for the message), the model called (None: the settings') and the usage spent so far (the error carries it)."""
+    import anthropic
+
+    from odin_magic.workers.client import api_failure, malformed_reply
+
+    settings, what, model, spent = failure
+    try:
+        return await ask_until_valid(client, output, request, count, again)
+    except anthropic.AnthropicError as exc:
+        err = api_failure(exc, settings, what, model)
+        err.usage = spent()
+        raise err from exc
+    except ValueError as exc:  # a body that is not JSON, or not a message
+        err = malformed_reply(exc, what)
+        err.usage = spent()
+        raise err from exc
+    finally:
+        await client.close()
+
+
 @dataclass(frozen=True)
 class Question:
     """One structured question outside a run: what is sent, and what a failure says (``what`` was being
