@@ -315,12 +315,12 @@ class NotebookRunner:
             iv = None
         return convergence_figure(iv, state.interview.threshold if state.interview else 0.15)
 
-    def metric_chart(self, state: RunState, stages: set[str] | None = None):
-        """The metric gates' chart (the figure per evaluation against baseline and target), from the evidence."""
-        from odin_magic.render.metric_chart import metric_chart
-        from odin_magic.runs.metric_history import read_series
+    def metric_chart_source(self, stages: set[str] | None = None):
+        """A live view's metric chart (the figure per evaluation against baseline and target), called with the
+        run's state at each gate decision: it reads only the evidence added since (see LiveMetricChart)."""
+        from odin_magic.render.metric_chart import LiveMetricChart
 
-        return metric_chart(read_series(self.engine.run_dir(state.run_id), state.history, stages))
+        return LiveMetricChart(lambda run_id: self.engine.run_dir(run_id), stages)
 
     def abandon(self) -> RunState:
         if self.drive.busy:

@@ -194,7 +194,7 @@ class RunMagics:
                     charts.append(ChartHandle(lambda st: runner.interview_chart(st, interviews[0])))
                 measured = measured_stages(loop) if loop else set()
                 if measured:  # the figure per evaluation against baseline and target, re-drawn at each gate
-                    charts.append(ChartHandle(lambda st: runner.metric_chart(st, measured)))
+                    charts.append(ChartHandle(runner.metric_chart_source(measured)))  # from the new evidence only
             runner.attach(view, charts)
             from odin_magic.notebook.background import install_stream_router
 

@@ -185,10 +185,10 @@ class ChartHandle:
     """A PNG shown once with a display id and re-rendered in place on ``update``.
 
     ``render`` builds a :class:`Figure` from the arguments given to
-    :meth:`show` / :meth:`update`.
+    :meth:`show` / :meth:`update`; None from an update: nothing changed, the image shown stands.
     """
 
-    def __init__(self, render: Callable[..., Figure]):
+    def __init__(self, render: Callable[..., Figure | None]):
         self.render = render
         self._handle = None
         self.png: bytes | None = None
@@ -197,7 +197,10 @@ class ChartHandle:
     def _image(self, *args, **kwargs):
         from IPython.display import Image
 
-        self.png = png_bytes(self.render(*args, **kwargs))
+        fig = self.render(*args, **kwargs)
+        if fig is None:  # unchanged since the last drawing (e.g. metric_chart.LiveMetricChart)
+            return None
+        self.png = png_bytes(fig)
         return Image(data=self.png, format="png")
 
     def show(self, *args, **kwargs) -> None:
@@ -223,5 +226,5 @@ class ChartHandle:
             return
         if self._handle is None:
             self.show(*args, **kwargs)
-        else:
-            self._handle.update(self._image(*args, **kwargs))
+        elif (image := self._image(*args, **kwargs)) is not None:
+            self._handle.update(image)

@@ -2,19 +2,22 @@
 gate), as a :class:`matplotlib.figure.Figure` rendered by Agg (no pyplot: safe off the drive's thread, as
 :mod:`odin_magic.render.charts`).
 
-Drawn in the live view (re-drawn at each gate decision, off the drive's thread), in ``%odin status`` and in the
-run's report (``report/metric.png``, an attachment of report.ipynb).
+Drawn in the live view (re-drawn at each gate decision, off the drive's thread: :class:`LiveMetricChart`, whose
+series grows by the new evidence only), in ``%odin status`` and in the run's report (``report/metric.png``, an
+attachment of report.ipynb).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import threading
+from pathlib import Path
+from typing import Callable, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from odin_magic.render.metric_text import metric_line
-from odin_magic.runs.metric_history import MetricSeries
+from odin_magic.runs.metric_history import MetricSeries, SeriesCursor
 
 #: Panels drawn at most (the latest gates'); ``odin status`` lists every one.
 MOST_PANELS = 4
@@ -38,6 +41,28 @@ def metric_chart(series: Sequence[MetricSeries]) -> Figure:
     return fig
 
 
+class LiveMetricChart:
+    """The live view's metric chart: called with the run's state at each gate decision, it reads only the
+    evidence of the history entries added since its last call (:class:`SeriesCursor`) and draws the chart
+    again only when a series gained a point; None: nothing changed, the image shown stands (its first call
+    always draws). A new run (another id) starts a series of its own."""
+
+    def __init__(self, run_dir_for: Callable[[str], Path], stages: set[str] | None = None):
+        self._run_dir_for = run_dir_for
+        self._stages = stages
+        self._run: str | None = None
+        self.cursor: SeriesCursor | None = None
+        self._lock = threading.Lock()  # the cell's first drawing and the redraws off the drive's thread
+
+    def __call__(self, state) -> Figure | None:
+        with self._lock:
+            fresh = self.cursor is None or state.run_id != self._run
+            if fresh:
+                self._run, self.cursor = state.run_id, SeriesCursor(self._run_dir_for(state.run_id), self._stages)
+            changed = self.cursor.update(state.history)
+            return metric_chart(self.cursor.series) if fresh or changed else None
+
+
 def _panel(ax, s: MetricSeries, with_stage: bool) -> None:
     xs = list(range(1, len(s.points) + 1))
     figures = [p.figure for p in s.points]
@@ -45,10 +70,12 @@ def _panel(ax, s: MetricSeries, with_stage: bool) -> None:
     if measured:
         ax.plot([x for x, _ in measured], [f for _, f in measured], "-", color="#4a7fc1", zorder=2,
                 label=s.name)
+    dots: dict[str, list[tuple[int, float]]] = {}  # a line of markers per colour: not an artist per point
     for x, p in zip(xs, s.points):
         if p.figure is not None:
-            colour = _BLOCKED if p.blocked else _PASS if p.passed else _FAIL
-            ax.plot([x], [p.figure], "o", color=colour, zorder=3)
+            dots.setdefault(_BLOCKED if p.blocked else _PASS if p.passed else _FAIL, []).append((x, p.figure))
+    for colour, at in dots.items():
+        ax.plot([x for x, _ in at], [f for _, f in at], "o", color=colour, zorder=3)
     baselines = [(x, p.baseline) for x, p in zip(xs, s.points) if p.baseline is not None]
     if baselines:  # each evaluation's baseline: a dash across its slot
         ax.hlines([b for _, b in baselines], [x - 0.4 for x, _ in baselines], [x + 0.4 for x, _ in baselines],

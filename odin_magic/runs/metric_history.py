@@ -74,11 +74,15 @@ def _point(n: int, m: dict) -> MetricPoint:
                        tolerance_noise=noisy)
 
 
-def series_of(stages: Sequence[str], evidences: Sequence[dict]) -> list[MetricSeries]:
-    """The series in the evidence of a history (``stages[i]`` the stage of the entry whose evidence is
-    ``evidences[i]``, ``{}`` when it had none), in the order they first appear."""
-    found: dict[tuple[str, str, str], MetricSeries] = {}
-    for n, (stage, ev) in enumerate(zip(stages, evidences), start=1):
+class _Collector:
+    """The series found so far, in the order they first appear; :meth:`add` takes one entry's evidence."""
+
+    def __init__(self):
+        self.found: dict[tuple[str, str, str], MetricSeries] = {}
+
+    def add(self, n: int, stage: str, ev) -> bool:
+        """Entry ``n``'s evidence ``ev`` (of ``stage``); True when it gave a series a point."""
+        added = False
         for kind in KINDS:
             m = ev.get(kind) if isinstance(ev, dict) else None
             if not isinstance(m, dict) or m.get("skipped"):
@@ -86,10 +90,20 @@ def series_of(stages: Sequence[str], evidences: Sequence[dict]) -> list[MetricSe
             s = MetricSeries(stage=stage, name=str(m.get("name") or m.get("cmd") or kind), kind=kind,
                              unit=m.get("unit"), direction=str(m.get("direction") or "lower"),
                              target=_number(m.get("target")), cmd=m.get("cmd"))
-            s = found.setdefault(s.key, s)
+            s = self.found.setdefault(s.key, s)
             s.target = _number(m.get("target")) if m.get("target") is not None else s.target
             s.points.append(_point(n, m))
-    return list(found.values())
+            added = True
+        return added
+
+
+def series_of(stages: Sequence[str], evidences: Sequence[dict]) -> list[MetricSeries]:
+    """The series in the evidence of a history (``stages[i]`` the stage of the entry whose evidence is
+    ``evidences[i]``, ``{}`` when it had none), in the order they first appear."""
+    found = _Collector()
+    for n, (stage, ev) in enumerate(zip(stages, evidences), start=1):
+        found.add(n, stage, ev)
+    return list(found.found.values())
 
 
 def measured_stages(loop) -> set[str] | None:
@@ -100,6 +114,22 @@ def measured_stages(loop) -> set[str] | None:
     return {s.id for s in loop.stages if s.gate.measure is not None or s.gate.compare is not None}
 
 
+def _wanted(entry, stages: set[str] | None, seen: set[str]) -> bool:
+    """Whether ``entry``'s evidence is to be read: a stage asked for, a reference not read yet (an approval
+    names its gate's again)."""
+    if (stages is not None and entry.stage not in stages) or not entry.evidence or entry.evidence in seen:
+        return False
+    seen.add(entry.evidence)
+    return True
+
+
+def _evidence(reader: gate_evidence.EvidenceReader, entry) -> dict:
+    try:
+        return reader.read_entry(entry)  # a line changed after it was written: skipped (ValueError)
+    except (OSError, ValueError):
+        return {}
+
+
 def read_series(run_dir: Path, history: Iterable, stages: set[str] | None = None) -> list[MetricSeries]:
     """The metric series of a run, from its history entries' evidence (an unreadable one is skipped);
     ``stages``: only these stages' evidence is read (:func:`measured_stages`: a long run's status stays quick)."""
@@ -108,14 +138,48 @@ def read_series(run_dir: Path, history: Iterable, stages: set[str] | None = None
     names, evidences, seen = [], [], set()
     with gate_evidence.EvidenceReader(Path(run_dir)) as reader:
         for entry in history:
-            ev: dict = {}
-            wanted = stages is None or entry.stage in stages
-            if wanted and entry.evidence and entry.evidence not in seen:  # an approval names its gate's again
-                seen.add(entry.evidence)
-                try:
-                    ev = reader.read_entry(entry)  # a line changed after it was written: skipped (ValueError)
-                except (OSError, ValueError):
-                    ev = {}
             names.append(entry.stage)
-            evidences.append(ev)
+            evidences.append(_evidence(reader, entry) if _wanted(entry, stages, seen) else {})
     return series_of(names, evidences)
+
+
+class SeriesCursor:
+    """The metric series of one run kept up to date as its history grows: :meth:`update` reads only the
+    evidence of the entries added since the last update (the live view's chart: per gate decision, a line or
+    two, however long the run). Each line is checked against its seal as it is read, as :func:`read_series`
+    does (a changed line is skipped); a line already read is not read again. A history that is not the one
+    read so far (shorter, or another entry where the last one read was) is read again from its start."""
+
+    def __init__(self, run_dir: Path, stages: set[str] | None = None):
+        self.run_dir = Path(run_dir)
+        self.stages = stages
+        self.lines_read = 0  # evidence lines read over every update (EvidenceReader.lines_read)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._found, self._seen = _Collector(), set()
+        self._done, self._last = 0, None  # entries read; the last one read (its reference and time)
+
+    @property
+    def series(self) -> list[MetricSeries]:
+        return list(self._found.found.values())
+
+    def update(self, history: Sequence) -> bool:
+        """Read the entries of ``history`` after those already read; True when a series gained a point."""
+        if len(history) < self._done or (self._done and _mark(history[self._done - 1]) != self._last):
+            self._reset()
+        if len(history) == self._done or (self.stages is not None and not self.stages):
+            return False
+        added = False
+        with gate_evidence.EvidenceReader(self.run_dir) as reader:  # opened per update: a replaced file is seen
+            for n in range(self._done + 1, len(history) + 1):
+                entry = history[n - 1]
+                if _wanted(entry, self.stages, self._seen):
+                    added = self._found.add(n, entry.stage, _evidence(reader, entry)) or added
+            self.lines_read += reader.lines_read
+        self._done, self._last = len(history), _mark(history[-1])
+        return added
+
+
+def _mark(entry) -> tuple:
+    return entry.stage, entry.at, entry.evidence
