@@ -98,10 +98,11 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
         engine._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
                      data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
 
+    sandbox = stage_sandbox(s.loop, stage, engine.project_dir, s.handle.run_dir, produces)
     return StageGate(
         stage=stage, produces=produces, judge_job=judge_job, sink=sink, judge=judge,
-        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id,
-                             stage_sandbox(s.loop, stage, engine.project_dir, s.handle.run_dir)), cwd=engine.project_dir,
+        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id, sandbox),
+        cwd=engine.project_dir,
         run_commands=st.dry is None or st.dry.run_commands, on_command=on_command, find_context=find_context,
         engine=engine, session=s, execution=execution)
 
