@@ -19,6 +19,7 @@ whose real path leaves the project and the run dir through a symbolic link
 
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from dataclasses import dataclass
@@ -76,8 +77,10 @@ def _run_scoped(parts: tuple[str, ...], is_dir: bool) -> bool:
     return parts[0] == RUN_SCOPED_TOP or (len(parts) == 1 and not is_dir)
 
 
+@functools.lru_cache(maxsize=4096)
 def in_run_dir(entry: str) -> bool:
-    """True when ``entry`` lives in the run dir (see the module docstring)."""
+    """True when ``entry`` lives in the run dir (see the module docstring); a function of the text alone, kept
+    (the engine asks it of the same entries at every gate). An invalid entry raises each time."""
     return _run_scoped(_parts(entry), entry.strip().endswith("/"))
 
 
