@@ -112,7 +112,7 @@ def confine(places: dict[str, Placement], within: Confinement, project_dir: Path
     resolved once per drive); errors name paths relative to ``project_dir``."""
     where = f" of stage {stage_id!r}" if stage_id else ""
     for entry, p in places.items():
-        within.check(p.path, f"artifact {entry!r}{where}", base=project_dir,
+        within.check_text(p.path, f"artifact {entry!r}{where}", base=project_dir,
                      then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
