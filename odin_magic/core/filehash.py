@@ -6,7 +6,8 @@ the bytes read then, provided its ctime was already :data:`SETTLED_NS` old at th
 every rename onto it, chmod or utime) sets the ctime to the kernel's clock, which no one can set back, and
 which moves in ticks of 10 ms at most (its coarse clock: HZ=100). A file changed less than that before it was
 read could change again within the same tick without moving its ctime, so its hash is not kept then (git's
-"racily clean" rule, with ten ticks of margin). Anything else that is not a regular file is hashed (or refused) at every call.
+"racily clean" rule, with ten ticks of margin). Anything else that is not a regular file is hashed (or refused)
+at every call.
 """
 
 from __future__ import annotations
