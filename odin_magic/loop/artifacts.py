@@ -116,7 +116,9 @@ def confine(places: dict[str, Placement], within: Confinement, project_dir: Path
                      then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
+@functools.lru_cache(maxsize=4096)
 def project_relative(path: Path, project_dir: Path, is_dir: bool = False) -> str:
-    """The path as state.json's ``artifacts`` records it (POSIX, relative to the project)."""
+    """The path as state.json's ``artifacts`` records it (POSIX, relative to the project); a function of the
+    paths' text alone (two relative paths are taken from the same working directory), kept: every gate asks it."""
     rel = Path(os.path.relpath(path, project_dir)).as_posix()
     return rel + "/" if is_dir and not rel.endswith("/") else rel
