@@ -150,9 +150,13 @@ class Confinement:
         ``what`` says what the path is for (e.g. "artifact 'src/' of stage 'build'"); ``then`` what to do after
         replacing the link (e.g. "`odin run` continues the run").
         """
+        return Path(self.check_text(path, what, base, then))
+
+    def check_text(self, path: Path | str, what: str, base: Path | str | None = None, then: str | None = None) -> str:
+        """:meth:`check`, the real path as a string."""
         resolved = real_text(path)
         if _inside_text(resolved, self._real_roots):
-            return Path(resolved)
+            return resolved
         raise PathEscapes(
             f"{what}: refused, {describe(path, self.roots, base, [Path(r) for r in self._real_roots])}",
             hint="odin never reads or writes outside the project through a link; "

@@ -50,6 +50,8 @@ class Attribution:
 
 def attribute(changes: list[Change], project_dir: Path, run_dir: Path, stage_id: str) -> Attribution:
     """Split ``changes`` (between the stage execution's checkpoints) into the stage's and the others'."""
+    if not changes:  # nothing to split: the driver's outputs and the stage's activity are not looked up
+        return Attribution([], {})
     outputs = _driver_outputs()
     record = activity.lookup(run_dir, stage_id)
     mine, outside = [], {}

@@ -78,12 +78,16 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
             stage, engine.project_dir, s.handle.run_dir, {k: v.path for k, v in execution.places[1].items()},
             judge_context.execution_diff(engine.checkpoints, execution.ckpt), tuple(job.produces.values())))
 
+    runner = execution.runner
+    judge = runner if runner is not None and hasattr(runner, "judge") else s.worker
+    reads_inputs = getattr(judge, "judge_reads_inputs", True)  # a judge that never reads them (dry): not assembled
+
     def judge_job(commands, with_inputs: bool = True) -> JudgeJob:
         return JudgeJob(
             loop=s.loop, stage=stage, task=st.task, run_id=st.run_id, project_dir=engine.project_dir,
             run_dir=s.handle.run_dir, artifacts={k: v.path for k, v in produces.items()}, commands=commands,
             concerns=[f"{c.stage}: {c.text}" for c in st.concerns[-judging.CONCERNS_SHOWN:]],
-            memory=job.memory, inputs=inputs() if with_inputs else None,
+            memory=job.memory, inputs=inputs() if with_inputs and reads_inputs else None,
         )
 
     def find_context(job: JudgeJob, verdict) -> tuple[str, Usage]:
@@ -94,12 +98,11 @@ def stage_gate(engine, s: Session, execution: Execution) -> StageGate:
         engine._emit("gate_command", s.state, stage=stage.id, text=ev.cmd,
                      data={"exit_code": ev.exit_code, "timed_out": ev.timed_out, "duration_s": ev.duration_s})
 
-    runner = execution.runner
+    sandbox = stage_sandbox(s.loop, stage, engine.project_dir, s.handle.run_dir, produces)
     return StageGate(
-        stage=stage, produces=produces, judge_job=judge_job, sink=sink,
-        judge=runner if runner is not None and hasattr(runner, "judge") else s.worker,
-        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id,
-                             stage_sandbox(s.loop, stage, engine.project_dir, s.handle.run_dir)), cwd=engine.project_dir,
+        stage=stage, produces=produces, judge_job=judge_job, sink=sink, judge=judge,
+        env=gates.CommandEnv(engine.project_dir, s.handle.run_dir, st.run_id, stage.id, sandbox),
+        cwd=engine.project_dir,
         run_commands=st.dry is None or st.dry.run_commands, on_command=on_command, find_context=find_context,
         engine=engine, session=s, execution=execution)
 

@@ -19,6 +19,7 @@ whose real path leaves the project and the run dir through a symbolic link
 
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from dataclasses import dataclass
@@ -76,8 +77,10 @@ def _run_scoped(parts: tuple[str, ...], is_dir: bool) -> bool:
     return parts[0] == RUN_SCOPED_TOP or (len(parts) == 1 and not is_dir)
 
 
+@functools.lru_cache(maxsize=4096)
 def in_run_dir(entry: str) -> bool:
-    """True when ``entry`` lives in the run dir (see the module docstring)."""
+    """True when ``entry`` lives in the run dir (see the module docstring); a function of the text alone, kept
+    (the engine asks it of the same entries at every gate). An invalid entry raises each time."""
     return _run_scoped(_parts(entry), entry.strip().endswith("/"))
 
 
@@ -109,11 +112,13 @@ def confine(places: dict[str, Placement], within: Confinement, project_dir: Path
     resolved once per drive); errors name paths relative to ``project_dir``."""
     where = f" of stage {stage_id!r}" if stage_id else ""
     for entry, p in places.items():
-        within.check(p.path, f"artifact {entry!r}{where}", base=project_dir,
+        within.check_text(p.path, f"artifact {entry!r}{where}", base=project_dir,
                      then="`odin run` (or `%odin run`) continues the run at this stage")
 
 
+@functools.lru_cache(maxsize=4096)
 def project_relative(path: Path, project_dir: Path, is_dir: bool = False) -> str:
-    """The path as state.json's ``artifacts`` records it (POSIX, relative to the project)."""
+    """The path as state.json's ``artifacts`` records it (POSIX, relative to the project); a function of the
+    paths' text alone (two relative paths are taken from the same working directory), kept: every gate asks it."""
     rel = Path(os.path.relpath(path, project_dir)).as_posix()
     return rel + "/" if is_dir and not rel.endswith("/") else rel

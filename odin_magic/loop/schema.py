@@ -8,6 +8,7 @@ diagnostics that point at the file, line and field.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal, Union, get_args
 
@@ -95,7 +96,9 @@ class ResolvedAgent(BaseModel):
         return "fresh" if self.fresh else "inline"
 
 
+@functools.lru_cache(maxsize=256)
 def resolve_agent(spec: AgentSpec | None) -> ResolvedAgent:
+    """Who runs a stage whose ``agent`` is ``spec``; kept per spec (both frozen: a stage asks it at every step)."""
     if spec is None or spec == "inline":
         return ResolvedAgent(role=None, fresh=False)
     if spec == "fresh":

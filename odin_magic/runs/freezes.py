@@ -19,6 +19,7 @@ running tests leaves behind (``__pycache__/``, ``*.pyc``, ``.pytest_cache/``) ar
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -105,7 +106,9 @@ def name_of(key: str) -> str:
     return _RAW.sub(lambda m: chr(0xDC00 + int(m[1], 16)), key) if "\0" in key else key
 
 
+@functools.lru_cache(maxsize=4096)
 def cache(key: str) -> bool:
+    """A cache tests leave behind (:data:`CACHES`): a function of the key's text alone, kept per key."""
     return matches(CACHES, key)
 
 

@@ -29,7 +29,6 @@ by readers and cut off by the next driver.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import socket
@@ -42,8 +41,9 @@ from typing import Any, Callable, Iterator
 
 import filelock
 
-from odin_magic.core.atomic import open_append, read_nofollow, write_atomic
+from odin_magic.core.atomic import open_append, write_atomic
 from odin_magic.core.confine import LinkInPath
+from odin_magic.core.filehash import FileHashes, file_sha256
 from odin_magic.core.errors import RunLocked
 from odin_magic.core import scratch
 from odin_magic.core.processes import reap_orphans
@@ -257,6 +257,7 @@ class RunHandle:
             self._state_bytes = 0
         self.closed = False
         self._loop_sha256: str | None = None  # read from the log's created record when first asked
+        self._hashes = FileHashes()  # loop.json is hashed again only when its stat says it may have changed
 
     @property
     def run_id(self) -> str:
@@ -266,7 +267,7 @@ class RunHandle:
         """:func:`loop_changed` of this run (the hash its log holds is read once)."""
         if self._loop_sha256 is None:
             self._loop_sha256 = recorded_loop_sha256(self.run_dir) or ""
-        return loop_changed(self.run_dir, self._loop_sha256)
+        return loop_changed(self.run_dir, self._loop_sha256, self._hashes.sha256)
 
     def record(self, type: RecordType | str, at: str, *, save: bool | None = None, sync: bool = True,
                **fields: Any) -> Record:
@@ -530,27 +531,20 @@ def recorded_loop_sha256(run_dir: Path) -> str | None:
     return first.get("loop_sha256") if first is not None else None
 
 
-def loop_changed(run_dir: Path, recorded: str | None = None) -> str | None:
-    """Why the run's ``loop.json`` is not the loop it started with (its sha256 differs from ``recorded``, by
+def loop_changed(run_dir: Path, recorded: str | None = None,
+                 sha256: Callable[[Path], str | None] = file_sha256) -> str | None:
+    """Why the run's ``loop.json`` is not the loop it started with (its ``sha256`` differs from ``recorded``, by
     default the one its ``created`` record holds: a worker without a sandbox rewrote it), or None. Runs of
     versions that recorded no hash are taken as they are."""
     recorded = recorded_loop_sha256(run_dir) if recorded is None else recorded
     if not recorded:
         return None
     path = run_dir / LOOP_NAME
-    now = file_sha256(path)
+    now = sha256(path)
     if now == recorded:
         return None
     how = "removed or unreadable" if now is None else f"sha256 {now[:12]}…, not {recorded[:12]}…"
     return f"loop.json was changed outside odin since the run started: {path} ({how})"
-
-
-def file_sha256(path: Path) -> str | None:
-    """The sha256 of the file at ``path`` (never through a symbolic link in its place); None when it cannot be read."""
-    try:
-        return hashlib.sha256(read_nofollow(path)).hexdigest()
-    except OSError:
-        return None
 
 
 def _lost_log(run_dir: Path) -> bool:

@@ -93,6 +93,9 @@ def parse_gate_script(spec: str | None, loop: Loop | None = None) -> list[str]:
 class DryWorker:
     """A worker that does no real work; see the module docstring."""
 
+    #: its judge decides from the script alone, never from ``JudgeJob.inputs``: the engine does not assemble them
+    judge_reads_inputs = False
+
     def __init__(self, options: DryOptions | None = None, stop: threading.Event | None = None):
         self.options = options or DryOptions()
         self._outcomes: dict[str, list[str]] = {}  # per stage: its items' outcomes, in order
