@@ -67,7 +67,7 @@ def test_an_invalid_roadmap_stops_show_with_one_located_line(project, capsys):
 
 def test_ctrl_c_during_odin_roadmap_run_says_that_odin_roadmap_run_resumes(tmp_path):
     """The example roadmap with its offline script: Ctrl-C as the first phase's stage works, then the same
-    command finishes that phase's run (the run was saved where it stopped)."""
+    command resumes that phase's run (the run was saved where it stopped)."""
     import os
     import shutil
     import signal
@@ -91,5 +91,10 @@ def test_ctrl_c_during_odin_roadmap_run_says_that_odin_roadmap_run_resumes(tmp_p
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "is saved where it stopped: `odin roadmap run` resumes it" in err and "Traceback" not in err
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert resumed.stdout.startswith("resuming phase p1.1: run "), resumed.stdout[:300] + resumed.stderr
+    # the same command resumes that phase's run: its first line says so (then it is stopped again: the rest of
+    # the roadmap, which nothing here asserts on, is not driven)
+    resumed = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = resumed.stdout.readline()
+    resumed.send_signal(signal.SIGINT)
+    rest, err = resumed.communicate(timeout=120)
+    assert first.startswith("resuming phase p1.1: run "), first + rest[:300] + err

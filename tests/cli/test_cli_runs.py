@@ -240,7 +240,7 @@ def test_ctrl_c_during_odin_run_says_that_odin_run_resumes(demo):
     import sys
 
     odin_cmd = [sys.executable, "-m", "odin_magic"]
-    proc = subprocess.Popen([*odin_cmd, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "2",
+    proc = subprocess.Popen([*odin_cmd, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "0.5",
                              "--project", demo], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in proc.stdout:  # wait on the event: the first stage has started (and sleeps its delay)
         if line.startswith("▶ spec"):

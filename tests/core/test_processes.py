@@ -1,8 +1,8 @@
 """A gate command never outlives its driver (issue 9, item 5).
 
-A real ``odin run`` subprocess is SIGKILLed in the middle of a 5-second gate
-command. The command tells the test (through a FIFO, so the test waits on the
-event and never sleeps) its process group; afterwards no process of that group
+A real ``odin run`` subprocess is SIGKILLed in the middle of a gate command
+that runs until the test lets it end. The command tells the test (through a
+FIFO, so the test waits on the event and never sleeps) its process group; afterwards no process of that group
 may remain (waited on with pidfds, at most one second), and a resume runs the
 command exactly once (it appends to a file to count its starts and ends).
 """
@@ -23,10 +23,11 @@ import yaml
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, waits on pidfds")
 
-#: Counts its starts and ends, tells the test its process group through the FIFO, runs 5 s.
-GATE = ('echo start >> "$ODIN_PROJECT_DIR/runs.txt"; '
+#: Counts its starts and ends, tells the test its process group through the FIFO, then runs (a child process,
+#: ``head``) until the test writes a byte to go.fifo (``let_go``), which it opened before telling the test.
+GATE = ('echo start >> "$ODIN_PROJECT_DIR/runs.txt"; exec 3< "$ODIN_PROJECT_DIR/go.fifo"; '
         'cut -d" " -f5 /proc/$$/stat > "$ODIN_PROJECT_DIR/ready.fifo"; '
-        'sleep 5; echo end >> "$ODIN_PROJECT_DIR/runs.txt"')
+        'head -c 1 <&3 > /dev/null; echo end >> "$ODIN_PROJECT_DIR/runs.txt"')
 
 #: These tests read the host's process groups from inside the commands: the loops run unsandboxed
 #: (a sandboxed command sees its own PID namespace); tests/core/test_sandbox.py kills sandboxed ones.
@@ -110,10 +111,24 @@ def group_ends_within(pgid: int, seconds: float) -> list[int]:
 
 
 @pytest.fixture
-def slowgate(project: Path, write_loop) -> Path:
+def slowgate(project: Path, write_loop):
+    """The project with the slowgate loop; the test holds go.fifo open (read-write: never blocks) for as long
+    as it runs, so a command's open of it never blocks and a byte written to it waits there to be read."""
     write_loop(LOOP)
     os.mkfifo(project / "ready.fifo")
-    return project
+    os.mkfifo(project / "go.fifo")
+    held = os.open(project / "go.fifo", os.O_RDWR)
+    yield project
+    os.close(held)  # a command still reading (it failed to be killed) reads the end of the file and ends
+
+
+def let_go(project: Path) -> None:
+    """Let the gate command that is running end (it reads one byte from go.fifo)."""
+    fd = os.open(project / "go.fifo", os.O_WRONLY | os.O_NONBLOCK)  # the fixture holds a reader: never blocks
+    try:
+        os.write(fd, b"x")
+    finally:
+        os.close(fd)
 
 
 def start(project: Path) -> tuple[subprocess.Popen, int]:
@@ -126,6 +141,7 @@ def resume_and_finish(project: Path, at_ready=lambda: None) -> str:
     driver = odin(project, "run")
     ready(project / "ready.fifo", driver)
     at_ready()
+    let_go(project)
     out, err = driver.communicate(timeout=120)
     assert driver.returncode == 0, err
     run_dir = next((project / ".odin-loop" / "runs").iterdir())
@@ -162,7 +178,7 @@ def test_a_resume_kills_a_group_that_escaped_its_guard_before_running_again(slow
     os.kill(pgid, signal.SIGSTOP)  # the guard cannot act on its driver's death ...
     driver.send_signal(signal.SIGKILL)
     driver.communicate()
-    os.kill(pgid, signal.SIGKILL)  # ... and dies: the command's shell and its sleep are left, orphaned
+    os.kill(pgid, signal.SIGKILL)  # ... and dies: the command's shell and its `head` are left, orphaned
     assert all_exit_within([pgid], 10) == []
     assert members(pgid)  # still running
 
@@ -180,7 +196,7 @@ def test_abandoning_a_run_kills_the_group_its_dead_driver_left(slowgate: Path):
     driver.send_signal(signal.SIGKILL)
     driver.communicate()
     os.kill(pgid, signal.SIGKILL)
-    assert members(pgid)  # the command's shell (and its sleep) outlived guard and driver
+    assert members(pgid)  # the command's shell (and its `head`) outlived guard and driver
 
     abandon = odin(slowgate, "abandon")
     out, err = abandon.communicate(timeout=120)
@@ -191,13 +207,14 @@ def test_abandoning_a_run_kills_the_group_its_dead_driver_left(slowgate: Path):
 
 # -- the worker's bash tool ---------------------------------------------------------------------
 
-#: Starts a background job, tells the test the shell's process group, then runs 5 s.
-BASH = ("sleep 30 & echo $(cut -d' ' -f5 /proc/$$/stat) > ready.fifo; "
-        "sleep 5; echo end >> runs.txt; echo done > \"$ODIN_RUN_DIR/out.md\"")
+#: Starts a background job, tells the test the shell's process group, then runs until the test lets it end
+#: (``let_go``, as GATE).
+BASH = ("sleep 30 & exec 3< go.fifo; echo $(cut -d' ' -f5 /proc/$$/stat) > ready.fifo; "
+        "head -c 1 <&3 > /dev/null; echo end >> runs.txt; echo done > \"$ODIN_RUN_DIR/out.md\"")
 
 
 @pytest.fixture
-def scripted(project: Path, write_loop, tmp_path: Path) -> dict[str, str]:
+def scripted(project: Path, write_loop, tmp_path: Path):
     """A one-stage loop whose worker (the offline scripted model, through the real SDK) runs BASH."""
     write_loop(yaml.safe_dump({
         "name": "shell", "max_iterations": 2, "sandbox": "off",
@@ -209,8 +226,11 @@ def scripted(project: Path, write_loop, tmp_path: Path) -> dict[str, str]:
         "default_verdict": {"passed": True, "reasons": ["out.md exists"]},
     }))
     os.mkfifo(project / "ready.fifo")
+    os.mkfifo(project / "go.fifo")
+    held = os.open(project / "go.fifo", os.O_RDWR)  # as slowgate
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "ODIN_"))}
-    return {**env, "ODIN_SCRIPT": str(script)}
+    yield {**env, "ODIN_SCRIPT": str(script)}
+    os.close(held)
 
 
 def run_shell(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
@@ -223,6 +243,7 @@ def run_shell(project: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int
 def test_the_bash_tools_shell_and_its_background_jobs_end_with_the_stage(project: Path, scripted):
     driver, pgid = run_shell(project, scripted)
     assert pgid != os.getpgid(driver.pid)  # the shell has a process group of its own
+    let_go(project)
     out, err = driver.communicate(timeout=120)
     assert driver.returncode == 0, err
     assert members(pgid) == []  # `sleep 30 &` went with the shell

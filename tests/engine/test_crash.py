@@ -114,10 +114,10 @@ def test_a_kill_between_a_transition_and_the_next_refresh_shows_the_true_state_a
 
     write_loop()
     driver = subprocess.Popen(
-        odin(project, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "3"),
+        odin(project, "run", "demo", "--task", "t", "--dry", "--approve-all", "--stage-delay", "1"),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        for line in driver.stdout:  # wait on the event: spec was approved, implement's 3 s stage begins
+        for line in driver.stdout:  # wait on the event: spec was approved, implement's 1 s stage begins
             if line.split()[-1:] == ["implement"]:  # "▶ implement" (its gate's records may refresh state.json)
                 break
         else:

@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from support import REPO
+from support.quickstart import the_notebook_is_light_and_says_each_thing_once as is_light
+from support.quickstart import the_quickstart_ran_spec_harness_tdd_to_done_offline as ran_to_done
 
 ROOT = REPO
 SCRIPTS = ROOT / "scripts"
@@ -25,7 +28,9 @@ def _env(**extra) -> dict:
 
 @pytest.mark.slow
 def test_quickstart_sh_runs_again_and_again_in_a_fresh_copy(tmp_path):
-    """Twice in a row: each run recreates the folder, runs the notebook to done, and says where the results are.
+    """Twice in a row: each run recreates the folder, runs the notebook to done, and says where the results are;
+    the notebook it saves shows the interview, the verified run and its report, and is light (support.quickstart:
+    the quickstart's only offline execution in this interpreter's kernel, so it is checked here).
     (ODIN_PY=this interpreter: setup.sh uses it as it is, so the test needs no pip.)"""
     out = tmp_path / "quickstart-run"
     env = _env(ODIN_PY=sys.executable, ODIN_QUICKSTART_DIR=str(out))
@@ -44,6 +49,11 @@ def test_quickstart_sh_runs_again_and_again_in_a_fresh_copy(tmp_path):
         executed = json.loads((out / "quickstart.ipynb").read_text())
         assert all(c.get("outputs") is not None for c in executed["cells"] if c["cell_type"] == "code")
         assert any(o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"])
+        # what the notebook shows, as saved: checked here rather than by executing the quickstart once more
+        nb = nbformat.read(out / "quickstart.ipynb", as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+        ran_to_done(nb, out)
+        is_light(nb, out / "quickstart.ipynb")
         run_ids.append(run_dir.name)
     assert run_ids[0] != run_ids[1]
 
