@@ -510,14 +510,17 @@ def model_configured(settings) -> bool:
     return True
 
 
-def proposal_client_factory(settings, project_dir: Path):
-    """The client factory for proposals: the offline scripted model when ``settings.script`` is set."""
+def proposal_client_factory(settings, project_dir: Path, keep_position: bool = False):
+    """The client factory for proposals: the offline scripted model when ``settings.script`` is set.
+    ``keep_position``: its replay position kept under the project (in the dir a request's ``x-odin-run-dir``
+    names), so that a proposal made by another process takes the script's next answer."""
     if settings.script is None:
         return None
     from odin_magic.workers.factory import locate_script
     from odin_magic.workers.scripted import ScriptedModel
 
-    model = ScriptedModel.from_file(locate_script(settings.script, project_dir))
+    model = ScriptedModel.from_file(locate_script(settings.script, project_dir),
+                                    project_dir=Path(project_dir) if keep_position else None)
     return model.client_factory(max_retries=settings.max_retries)
 
 

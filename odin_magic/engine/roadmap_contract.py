@@ -83,17 +83,14 @@ def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=Non
 
 
 def _client_factory(settings, project_dir: Path):
-    """The offline scripted model when ``settings.script`` is set (its replay position kept in
-    ``.odin-loop/contracts/``, so the proposal after a phase's interview, in another process, takes the
-    script's next answer), else None (the API)."""
-    if settings.script is None:
-        return None
-    from odin_magic.workers.factory import locate_script
-    from odin_magic.workers.scripted import ScriptedModel
+    """The offline scripted model when ``settings.script`` is set, its replay position kept in
+    ``.odin-loop/contracts/`` (so the proposal after a phase's interview, in another process, takes the
+    script's next answer); else None (the API)."""
+    from odin_magic.authoring.new_loop import proposal_client_factory
 
-    (Path(project_dir) / CONTRACTS_DIR).mkdir(parents=True, exist_ok=True)
-    model = ScriptedModel.from_file(locate_script(settings.script, project_dir), project_dir=Path(project_dir))
-    return model.client_factory(max_retries=settings.max_retries)
+    if settings.script is not None:
+        (Path(project_dir) / CONTRACTS_DIR).mkdir(parents=True, exist_ok=True)
+    return proposal_client_factory(settings, project_dir, keep_position=True)
 
 
 def write_contract(project_dir: Path, phase: Phase, proposal: ContractProposal) -> Contract:
