@@ -17,7 +17,6 @@ it, and :func:`repairs` lists where they disagree (:func:`repair` writes the fix
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from odin_magic.core.atomic import open_append
+from odin_magic.core.filehash import file_sha256
 from odin_magic.loop.contract import CONTRACTS_DIR, contract_path, load_contract
 from odin_magic.loop.roadmap import Roadmap, Phase, set_phase
 from odin_magic.runs.state import RunState
@@ -184,11 +184,9 @@ def _undecided(recs: list[RoadmapRecord], run_id: str) -> bool:
 
 
 def contract_sha256(project_dir: Path, phase_id: str) -> str | None:
-    """The sha256 of the phase's contract file (None when there is none)."""
-    try:
-        return hashlib.sha256(contract_path(project_dir, phase_id).read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
+    """The sha256 of the phase's contract file, never read through a link in its place (None when there is
+    no file to read: a link put there does not match any seal)."""
+    return file_sha256(contract_path(project_dir, phase_id))
 
 
 def contract_change(project_dir: Path, phase_id: str, run_id: str,
