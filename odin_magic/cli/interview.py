@@ -42,12 +42,9 @@ def _show_question(engine, state) -> bool:
 
 def _contract_interview(engine):
     """The roadmap contract interview waiting for an answer, when no run waits for one; else None."""
-    active = engine.active()
-    if active is not None and active.status == "awaiting_answer":
-        return None
-    from odin_magic.engine.roadmap_interview import waiting_interview
+    from odin_magic.engine.roadmap_interview import interview_to_answer
 
-    return waiting_interview(engine.project_dir, tell=print)
+    return interview_to_answer(engine.project_dir, engine.active(), tell=print)
 
 
 def _show_contract_question(question) -> None:

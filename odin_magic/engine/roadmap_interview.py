@@ -146,6 +146,15 @@ class ContractInterview:
             self._tell(f"phase {self.phase_id} interview: {text}")
 
 
+def interview_to_answer(project_dir: Path, active, settings=None, tell: Callable[[str], None] | None = None
+                        ) -> ContractInterview | None:
+    """Where `odin answer` / `%odin answer` goes when it is not to a run: the contract interview that waits
+    (:func:`waiting_interview`), unless the ``active`` run (its state, or None) waits for an answer itself."""
+    if active is not None and active.status == "awaiting_answer":
+        return None
+    return waiting_interview(project_dir, settings, tell)
+
+
 def waiting_interview(project_dir: Path, settings=None, tell: Callable[[str], None] | None = None
                       ) -> ContractInterview | None:
     """The contract interview that waits for a person's answer (the newest, if several), or None."""

@@ -82,13 +82,11 @@ class RunMagics:
 
     def _cmd_answer(self, args):
         runner = self.runner()
-        active = runner.active()
-        if active is None or active.status != "awaiting_answer":  # a roadmap phase's contract interview?
-            from odin_magic.engine.roadmap_interview import waiting_interview
+        from odin_magic.engine.roadmap_interview import interview_to_answer
 
-            interview = waiting_interview(runner.project_dir, self.settings(), tell=print)
-            if interview is not None:
-                return self._answer_contract(interview, " ".join(args.text))
+        interview = interview_to_answer(runner.project_dir, runner.active(), self.settings(), tell=print)
+        if interview is not None:  # no run waits for an answer; a roadmap phase's contract interview does
+            return self._answer_contract(interview, " ".join(args.text))
         runner.answer(" ".join(args.text), ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, "odin: answer sent")
 
