@@ -31,12 +31,17 @@ def settled(monkeypatch):
     monkeypatch.setattr(filehash, "SETTLED_NS", 0)
 
 
-def test_a_kept_hash_is_given_while_the_file_is_as_it_was(tmp_path, settled):
+def test_a_kept_hash_is_given_while_the_file_is_as_it_was(tmp_path, settled, monkeypatch):
+    """The file is read once: the second answer is the kept hash (the reads are counted, the real reader runs)."""
     path = tmp_path / "loop.json"
     path.write_bytes(b"abc")
+    reads = []
+    real = filehash.file_sha256
+    monkeypatch.setattr(filehash, "file_sha256", lambda p: reads.append(p) or real(p))
     hashes = FileHashes()
     assert hashes.sha256(path) == sha(b"abc")
     assert hashes.sha256(path) == sha(b"abc")
+    assert len(reads) == 1
 
 
 @pytest.mark.parametrize("change", ["append", "replace", "link", "remove", "chmod"])
