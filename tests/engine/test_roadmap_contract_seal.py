@@ -13,9 +13,9 @@ import pytest
 from odin_magic.core.errors import UsageError
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
-from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
 from odin_magic.runs.roadmap_progress import progress, read_records
+from support.roadmap_projects import roadmap_project
 from support.scripted_runs import scripted_engine
 
 ROADMAP = "# Greeter\n\nautonomy: {autonomy}\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
@@ -64,15 +64,8 @@ def unsandboxed(monkeypatch):
 
 
 def _project(project, autonomy="autonomous"):
-    (project / ".odin-loop" / "contracts").mkdir(parents=True)
-    (project / ROADMAP_FILE).write_text(ROADMAP.format(autonomy=autonomy))
-    (project / "app.py").write_text("def greet():\n    return 'helo'\n")
-    loops = project / ".odin-loop" / "loops"
-    loops.mkdir()
-    tiny = (builtin_loops_dir() / "tiny-fix.yaml").read_text()
+    roadmap_project(project, ROADMAP.format(autonomy=autonomy), ("p1", "p2"))
     for phase in ("p1", "p2"):
-        (loops / f"fix-{phase}.yaml").write_text(
-            tiny.replace("name: tiny-fix", f"name: fix-{phase}").replace("id: apply", f"id: apply-{phase}"))
         _contract(project, phase).write_text(CONTRACT.replace("PHASE", phase))
 
 

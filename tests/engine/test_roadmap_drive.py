@@ -14,10 +14,10 @@ import pytest
 from odin_magic.core.errors import OdinError
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.learning.memory import Memory
-from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
 from odin_magic.render.roadmap_chart import PhaseRuns, roadmap_chart, roadmap_chart_png
 from odin_magic.runs.roadmap_progress import phase_runs, progress, repairs
+from support.roadmap_projects import roadmap_project
 from support.scripted_runs import scripted_engine
 
 ROADMAP = """\
@@ -74,15 +74,7 @@ default_verdict: {{passed: true, reasons: [scripted]}}
 
 
 def _project(project, autonomy="autonomous", contracts=None):
-    (project / ".odin-loop" / "contracts").mkdir(parents=True)
-    (project / ROADMAP_FILE).write_text(ROADMAP.format(autonomy=autonomy))
-    (project / "app.py").write_text("def greet():\n    return 'helo'\n")
-    loops = project / ".odin-loop" / "loops"
-    loops.mkdir()
-    tiny = (builtin_loops_dir() / "tiny-fix.yaml").read_text()
-    for phase in ("p1", "p2", "p3"):
-        (loops / f"fix-{phase}.yaml").write_text(
-            tiny.replace("name: tiny-fix", f"name: fix-{phase}").replace("id: apply", f"id: apply-{phase}"))
+    roadmap_project(project, ROADMAP.format(autonomy=autonomy), ("p1", "p2", "p3"))
     contracts = contracts or {"p1": {}, "p2": {}, "p3": {"impact": "user-facing"}}
     for phase, fields in contracts.items():
         values = {"phase": phase, "impact": "internal", "gate": "grep -q hello app.py", "iterations": 3, **fields}
