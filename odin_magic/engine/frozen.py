@@ -12,9 +12,17 @@ a frozen folder, is put back byte for byte and the gate fails as out of scope::
 A stage that itself produces an artifact may change it (and its pass freezes it anew). A loopback to
 the producing stage unfreezes its artifacts (the gate record's ``unfrozen``), and so does ``odin
 revert`` to before the gate that froze them (see :func:`odin_magic.runs.fold.freezes`).
+
+The test runner's configuration that governs frozen files is theirs too (:func:`guarded`): a
+``conftest.py`` in the folder of a frozen file or any folder above it in the project, and the project's
+``pytest.ini``. A stage that does not produce one may not add, change or remove it (the scope check
+reverts it and fails the gate): a ``conftest.py`` that turns every test into a pass would otherwise
+judge the stage in the frozen tests' place.
 """
 
 from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
 
 from odin_magic.loop.globs import matches
 from odin_magic.loop.schema import Stage
@@ -31,14 +39,40 @@ SHOWN = 20  # tampered paths named in a gate's reason
 ENGINE_FILES = (REPORT_MD, REPORT_NB, "thread.json", *sorted(NOT_COPIED))
 
 
+#: the test runner's configuration at the project's root (pytest reads the first it finds)
+RUNNER_CONFIG = ("pytest.ini", ".pytest.ini")
+
+
 def roots(engine, s) -> freezes.Roots:
-    return freezes.Roots(engine.project_dir, s.handle.run_dir, ENGINE_FILES)
+    return roots_of(engine.project_dir, s)
 
 
 def produced_by(stage: Stage):
     """Whether ``stage`` produces an artifact path (its own produces it may change)."""
     patterns = [e.strip().replace("\\", "/") for e in stage.produces]
     return lambda key: matches(patterns, key)
+
+
+def guarded(project_dir: Path, s, stage: Stage) -> frozenset[str]:
+    """The project-relative paths of the test runner's configuration that governs the run's frozen files
+    (a ``conftest.py`` in each one's folder and every folder above it in the project, the root's pytest
+    configuration), but those ``stage`` produces itself; empty while nothing is frozen."""
+    frozen = s.state.frozen
+    if not frozen:
+        return frozenset()
+    where, found = roots_of(project_dir, s), set(RUNNER_CONFIG)
+    for key in frozen:
+        try:
+            rel = PurePosixPath(where.path(key).relative_to(where.project_dir).as_posix())
+        except ValueError:
+            continue
+        found.update((parent / "conftest.py").as_posix() for parent in rel.parents)
+    mine = produced_by(stage)
+    return frozenset(p for p in found if not mine(p))
+
+
+def roots_of(project_dir: Path, s) -> freezes.Roots:
+    return freezes.Roots(Path(project_dir), s.handle.run_dir, ENGINE_FILES)
 
 
 def freeze(engine, s, stage: Stage, point: int) -> None:

@@ -129,13 +129,14 @@ def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ..
     if not found.stage:
         return True
     rule = scope.rule_for(gate.stage, engine.project_dir, run_dir)
-    bad = scope.violations(rule, found.stage)
+    guarded = frozen.guarded(engine.project_dir, gate.session, gate.stage)
+    bad = scope.violations(rule, found.stage, guarded)
     if not bad:
         return True
     parts.reverted = [c.path for c in bad if c.path not in restored]
     if parts.reverted:
         engine.checkpoints.restore(ckpt.before, paths=parts.reverted)
-    return parts.fail(scope.violation_reason(rule, bad))
+    return parts.fail(scope.violation_reason(rule, bad, guarded))
 
 
 def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:

@@ -91,8 +91,11 @@ def rule_for(stage: Stage, project_dir: Path, run_dir: Path) -> ScopeRule:
                      scope=tuple(stage.scope) if stage.scope is not None else None)
 
 
-def violations(rule: ScopeRule, changes: list[Change]) -> list[Change]:
-    return [c for c in changes if user_git(c.path) or (not rule.allows(c.path) and not protected(c.path))]
+def violations(rule: ScopeRule, changes: list[Change], guarded: frozenset[str] = frozenset()) -> list[Change]:
+    """The changes the stage may not make: the user's .git, what its rule does not allow, and the ``guarded``
+    paths (the test runner's configuration of frozen tests, :func:`odin_magic.engine.frozen.guarded`)."""
+    return [c for c in changes
+            if user_git(c.path) or c.path in guarded or (not rule.allows(c.path) and not protected(c.path))]
 
 
 def user_git(path: str) -> bool:
@@ -100,9 +103,11 @@ def user_git(path: str) -> bool:
     return path.startswith(USER_GIT)
 
 
-def violation_reason(rule: ScopeRule, bad: list[Change]) -> str:
+def violation_reason(rule: ScopeRule, bad: list[Change], guarded: frozenset[str] = frozenset()) -> str:
     listed = ", ".join(f"{c.path} ({c.kind})" for c in bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
-    return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted"
+    why = ("; the test runner's configuration of frozen tests is theirs: only the stage that produces them may "
+           "change it") if any(c.path in guarded for c in bad) else ""
+    return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted{why}"
 
 
 def risky(loop: Loop, changes: list[Change]) -> list[str]:

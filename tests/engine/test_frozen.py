@@ -266,3 +266,30 @@ def test_a_frozen_file_whose_name_is_not_utf8_is_frozen_and_put_back(project, wr
     assert state.status == "done"
     frozen = [r for r in records(engine, state) if r.get("type") == "frozen"]
     assert any("harness/caf\x00e9.py" in r["files"] for r in frozen)
+
+
+CHEAT = "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    item.runtest = lambda: None\n"
+
+
+@pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py", "pytest.ini"])
+def test_a_later_stage_may_not_add_the_runners_configuration_of_frozen_tests(project, write_loop, where):
+    """A conftest.py beside (or above) frozen tests, or a pytest.ini, would judge the stage in their place:
+    reverted, and the gate fails, as a change outside the stage's scope."""
+    write_loop(loop("[tests/test_x.py]"))
+    content = "[pytest]\naddopts = -p no:python\n" if where == "pytest.ini" else CHEAT
+    engine, _ = scripted_engine(project, script("tests/test_x.py", f"printf %b {json.dumps(content)} > {where}"))
+    state = engine.start("frozen", "t")
+    assert not (project / where).exists()  # reverted
+    assert [(e.stage, e.result) for e in state.history] == [("harness", "pass"), ("implement", "fail"),
+                                                           ("implement", "pass")]
+    reason = state.history[1].reason
+    assert reason.startswith(f"executor changed {where} (added) outside its scope") and "frozen tests" in reason
+    assert state.status == "done"
+
+
+def test_the_stage_that_produces_the_tests_may_write_their_conftest(project, write_loop):
+    write_loop(loop("[tests/]", implement_produces="[src/, tests/]"))
+    engine, _ = scripted_engine(project, script("tests/test_x.py", f"printf %b {json.dumps(CHEAT)} > tests/conftest.py"))
+    state = engine.start("frozen", "t")
+    assert (project / "tests" / "conftest.py").read_text() == CHEAT
+    assert [(e.stage, e.result) for e in state.history] == [("harness", "pass"), ("implement", "pass")]
