@@ -305,15 +305,16 @@ class NotebookRunner:
         return QuestionPanel(iv.pending, lambda text: self.answer(text), stage=state.current_stage, state=iv)
 
     def interview_chart(self, state: RunState, stage_id: str):
-        """The interview's convergence chart (ambiguity per round against the threshold), from its saved state."""
+        """What the interview's convergence chart draws (ambiguity per round against the threshold), from its
+        saved state."""
         from odin_magic.interview.runner import interview_state
-        from odin_magic.notebook.interview_panel import convergence_figure
+        from odin_magic.notebook.interview_panel import convergence_data
 
         try:
             iv = interview_state(self.engine.run_dir(state.run_id), stage_id)
         except OdinError:  # an unreadable interview.json: the empty chart (status reports the damage)
             iv = None
-        return convergence_figure(iv, state.interview.threshold if state.interview else 0.15)
+        return convergence_data(iv, state.interview.threshold if state.interview else 0.15)
 
     def metric_chart_source(self, stages: set[str] | None = None):
         """A live view's metric chart (the figure per evaluation against baseline and target), called with the

@@ -23,20 +23,21 @@ from odin_magic.notebook.parser import in_notebook
 Send = Callable[[str], None]
 
 
-def convergence_figure(state: InterviewState | None, threshold: float = 0.15):
-    """The live convergence chart of ``state`` (an empty chart at ``threshold`` when there is none yet)."""
-    from odin_magic.render.charts import InterviewRound, interview_convergence
+def convergence_data(state: InterviewState | None, threshold: float = 0.15):
+    """What the live convergence chart of ``state`` draws (an empty chart at ``threshold`` when there is none
+    yet): a :class:`~odin_magic.render.charts.ConvergenceData`."""
+    from odin_magic.render.charts import ConvergenceData, InterviewRound
 
     if state is None:
-        return interview_convergence([], threshold)
-    rounds = [InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(state)]
-    return interview_convergence(rounds, state.threshold)
+        return ConvergenceData((), threshold)
+    rounds = tuple(InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(state))
+    return ConvergenceData(rounds, state.threshold)
 
 
 def convergence_png(state: InterviewState) -> bytes:
-    from odin_magic.render.charts import png_bytes
+    from odin_magic.render.charts import chart_png
 
-    return png_bytes(convergence_figure(state))
+    return chart_png(convergence_data(state))
 
 
 # A button keeps its label on one line and cuts it with "…": an option's answer wraps instead.

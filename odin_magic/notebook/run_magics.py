@@ -182,11 +182,11 @@ class RunMagics:
             view = RunView(loop, runner.project_dir, runner, state, state_source=runner.status, sources=sources)
             charts = []
             if self.charts:
-                from odin_magic.render.charts import ChartHandle, run_chart
+                from odin_magic.render.charts import ChartHandle, run_chart_data
                 from odin_magic.runs.metric_history import measured_stages
 
                 stage_ids = loop.stage_ids() if loop else None
-                charts.append(ChartHandle(lambda st: run_chart(st, stage_ids)))
+                charts.append(ChartHandle(lambda st: run_chart_data(st, stage_ids)))  # drawn when it changed
                 interviews = [s.id for s in loop.stages if s.interview is not None] if loop else []
                 if interviews:
                     charts.append(ChartHandle(lambda st: runner.interview_chart(st, interviews[0])))

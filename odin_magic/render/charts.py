@@ -9,8 +9,10 @@ background thread.
 from __future__ import annotations
 
 import io
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -99,39 +101,72 @@ def gate_failures_by_stage(state: RunState) -> dict[str, int]:
     return counts
 
 
-def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure:
-    """Two panels: loopbacks and gate failures per stage; tokens and cost per stage."""
+@dataclass(frozen=True)
+class RunChartData:
+    """What the run chart draws, taken from a run's state: equal data, the same picture."""
+
+    ids: tuple[str, ...]
+    loopbacks: tuple[int, ...]
+    fails: tuple[int, ...]
+    tokens: tuple[int, ...]
+    cost: tuple[float, ...]
+    offline: bool  # the cost is an estimate (nothing spent)
+    total_iterations: int
+    max_iterations: int
+    total_tokens: int
+    cost_label: str
+
+    def figure(self) -> Figure:
+        return _run_figure(self)
+
+
+def run_chart_data(state: RunState, stage_ids: Sequence[str] | None = None) -> RunChartData:
     ids = list(stage_ids or [])
     for sid in list(state.iterations) + [e.stage for e in state.history] + list(state.usage.by_stage):
         if sid not in ids:
             ids.append(sid)
+    fails = gate_failures_by_stage(state)
+    by_stage = state.usage.by_stage
+    return RunChartData(
+        ids=tuple(ids), loopbacks=tuple(state.iterations.get(s, 0) for s in ids),
+        fails=tuple(fails.get(s, 0) for s in ids),
+        tokens=tuple(by_stage[s].total_tokens if s in by_stage else 0 for s in ids),
+        cost=tuple(by_stage[s].cost_usd if s in by_stage else 0.0 for s in ids),
+        offline=state.usage.total.offline_usd > 0, total_iterations=state.total_iterations,
+        max_iterations=state.max_iterations, total_tokens=state.usage.total.total_tokens,
+        cost_label=cost_text(state.usage.total))
+
+
+def run_chart(state: RunState, stage_ids: Sequence[str] | None = None) -> Figure:
+    """Two panels: loopbacks and gate failures per stage; tokens and cost per stage."""
+    return run_chart_data(state, stage_ids).figure()
+
+
+def _run_figure(d: RunChartData) -> Figure:
+    ids = d.ids
     fig = Figure(figsize=(max(6.0, 0.9 * len(ids) + 2), 3.4))
     ax1, ax2 = fig.subplots(1, 2)
     x = range(len(ids))
-    fails = gate_failures_by_stage(state)
     w = 0.38
-    ax1.bar([i - w / 2 for i in x], [state.iterations.get(s, 0) for s in ids], w, label="loopbacks", color="#e08a3c")
-    ax1.bar([i + w / 2 for i in x], [fails.get(s, 0) for s in ids], w, label="gate failures", color="#c33")
-    ax1.set_title(f"loopbacks {state.total_iterations}/{state.max_iterations}", fontsize=9)
+    ax1.bar([i - w / 2 for i in x], list(d.loopbacks), w, label="loopbacks", color="#e08a3c")
+    ax1.bar([i + w / 2 for i in x], list(d.fails), w, label="gate failures", color="#c33")
+    ax1.set_title(f"loopbacks {d.total_iterations}/{d.max_iterations}", fontsize=9)
     _stage_axis(ax1, ids)
     ax1.legend(fontsize=7)
-    counts = [state.iterations.get(s, 0) for s in ids] + list(fails.values())
-    ax1.set_ylim(0, max(counts + [1]) + 0.5)  # counts: from 0, whole numbers (no -0.04 axis when none yet)
+    ax1.set_ylim(0, max(d.loopbacks + d.fails + (1,)) + 0.5)  # counts: from 0, whole numbers (no -0.04 axis)
     ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
-    tokens = [state.usage.by_stage.get(s).total_tokens if s in state.usage.by_stage else 0 for s in ids]
-    cost = [state.usage.by_stage[s].cost_usd if s in state.usage.by_stage else 0.0 for s in ids]
-    ax2.bar(list(x), tokens, 0.6, color="#4a7fc1")
+    ax2.bar(list(x), list(d.tokens), 0.6, color="#4a7fc1")
     ax2.set_ylabel("tokens", fontsize=8)
-    if any(cost):  # no cost line (and axis) for a free model: a flat line at 0 on a -0.04..0.04 axis says nothing
+    if any(d.cost):  # no cost line (and axis) for a free model: a flat line at 0 on a -0.04..0.04 axis says nothing
         ax2b = ax2.twinx()
-        offline = state.usage.total.offline_usd > 0
-        ax2b.plot(list(x), cost, "o-", color="#2a2", label="≈ cost if run on Claude (USD)" if offline else "cost (USD)")
-        ax2b.set_ylabel("≈ USD if run on Claude (nothing spent)" if offline else "USD", fontsize=8)
-        ax2b.set_ylim(0, max(cost) * 1.15)
+        ax2b.plot(list(x), list(d.cost), "o-", color="#2a2",
+                  label="≈ cost if run on Claude (USD)" if d.offline else "cost (USD)")
+        ax2b.set_ylabel("≈ USD if run on Claude (nothing spent)" if d.offline else "USD", fontsize=8)
+        ax2b.set_ylim(0, max(d.cost) * 1.15)
         ax2b.tick_params(axis="y", labelsize=7)
-    if not any(tokens):
+    if not any(d.tokens):
         ax2.set_ylim(0, 1)
-    ax2.set_title(f"tokens {state.usage.total.total_tokens:,}, cost {cost_text(state.usage.total)}", fontsize=9)
+    ax2.set_title(f"tokens {d.total_tokens:,}, cost {d.cost_label}", fontsize=9)
     _stage_axis(ax2, ids)
     fig.tight_layout()
     return fig
@@ -178,34 +213,91 @@ def interview_convergence(rounds: Sequence[InterviewRound], threshold: float) ->
     return fig
 
 
+@dataclass(frozen=True)
+class ConvergenceData:
+    """What the interview's convergence chart draws."""
+
+    rounds: tuple[InterviewRound, ...]
+    threshold: float
+
+    def figure(self) -> Figure:
+        return interview_convergence(self.rounds, self.threshold)
+
+
+class ChartData(Protocol):
+    """Hashable values a chart draws (:class:`RunChartData`, :class:`ConvergenceData`): equal values, equal PNG."""
+
+    def figure(self) -> Figure: ...
+
+
+class _PngMemo:
+    """The PNGs of the last few charts drawn, by what they draw: a live view's chart shown again in the next
+    cell, or re-drawn when nothing it shows has changed, costs no drawing (a drawing takes ~0.2 s of CPU)."""
+
+    def __init__(self, size: int = 16):
+        self._size = size
+        self._pngs: OrderedDict[tuple[ChartData, int], bytes] = OrderedDict()
+        self._lock = threading.Lock()  # the cell's drawing and the redraws off the drive's thread
+
+    def png(self, data: ChartData, dpi: int) -> bytes:
+        key = (data, dpi)
+        with self._lock:
+            if key in self._pngs:
+                self._pngs.move_to_end(key)
+                return self._pngs[key]
+        png = png_bytes(data.figure(), dpi)
+        with self._lock:
+            self._pngs[key] = png
+            while len(self._pngs) > self._size:
+                self._pngs.popitem(last=False)
+        return png
+
+
+_MEMO = _PngMemo()
+
+
+def chart_png(data: ChartData, dpi: int = 90) -> bytes:
+    """``data``'s chart as PNG bytes, drawn once for equal data."""
+    return _MEMO.png(data, dpi)
+
+
 # -- display handles ---------------------------------------------------------------------
 
 
 class ChartHandle:
     """A PNG shown once with a display id and re-rendered in place on ``update``.
 
-    ``render`` builds a :class:`Figure` from the arguments given to
-    :meth:`show` / :meth:`update`; None from an update: nothing changed, the image shown stands.
+    ``render`` is called with the arguments given to :meth:`show` / :meth:`update` and returns either a
+    :class:`Figure`, None (nothing changed: the image shown stands), or a :class:`ChartData`: the values
+    the chart draws, drawn only when they differ from the ones shown (and taken from :func:`chart_png`'s
+    memo when drawn before, e.g. by the previous cell's view).
     """
 
-    def __init__(self, render: Callable[..., Figure | None]):
+    def __init__(self, render: Callable[..., "Figure | ChartData | None"]):
         self.render = render
         self._handle = None
+        self._shown: ChartData | None = None  # the data of the image shown
         self.png: bytes | None = None
         self.retired = False  # a later cell shows the charts: this handle draws no more
 
     def _image(self, *args, **kwargs):
         from IPython.display import Image
 
-        fig = self.render(*args, **kwargs)
-        if fig is None:  # unchanged since the last drawing (e.g. metric_chart.LiveMetricChart)
+        made = self.render(*args, **kwargs)
+        if made is None:  # unchanged since the last drawing (e.g. metric_chart.LiveMetricChart)
             return None
-        self.png = png_bytes(fig)
+        if isinstance(made, Figure):
+            self.png = png_bytes(made)
+        elif made == self._shown and self._handle is not None:
+            return None
+        else:
+            self.png, self._shown = chart_png(made), made
         return Image(data=self.png, format="png")
 
     def show(self, *args, **kwargs) -> None:
         from IPython.display import display
 
+        self._shown = None  # a new display: drawn (or taken from the memo) whatever was shown before
         self._handle = display(self._image(*args, **kwargs), display_id=True)
 
     def placeholder(self, text: str = "charts appear when the first drive ends") -> None:

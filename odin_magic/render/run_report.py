@@ -354,14 +354,14 @@ def _interview(state: RunState, g: _Gathered) -> str:
 
 def charts(state: RunState, loop: Loop | None, g: _Gathered) -> dict[str, bytes]:
     """The report's charts as PNG bytes, by file name."""
-    from odin_magic.render.charts import InterviewRound, interview_convergence, png_bytes, run_chart
+    from odin_magic.render.charts import ConvergenceData, InterviewRound, chart_png, png_bytes, run_chart_data
 
-    out = {"run.png": png_bytes(run_chart(state, loop.stage_ids() if loop else None), dpi=72)}
+    out = {"run.png": chart_png(run_chart_data(state, loop.stage_ids() if loop else None), dpi=72)}
     if g.interview is not None and g.interview.rounds:
         from odin_magic.interview.runner import convergence_points
 
-        rounds = [InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(g.interview)]
-        out["convergence.png"] = png_bytes(interview_convergence(rounds, g.interview.threshold), dpi=72)
+        rounds = tuple(InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(g.interview))
+        out["convergence.png"] = chart_png(ConvergenceData(rounds, g.interview.threshold), dpi=72)
     if g.metrics:
         from odin_magic.render.metric_chart import metric_chart
 

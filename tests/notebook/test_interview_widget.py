@@ -65,17 +65,17 @@ def test_buttons_and_the_answer_box_answer_the_interview(tmp_path):
 
 
 def test_the_convergence_chart_plots_the_rounds_against_the_threshold(tmp_path):
-    from odin_magic.notebook.interview_panel import convergence_figure
+    from odin_magic.notebook.interview_panel import convergence_data
 
     s = session(tmp_path)
     s.start()
     s.answer("confirm")
     s.answer("the csv module")
     s.answer("an answer")
-    ax = convergence_figure(s.state).axes[0]
+    ax = convergence_data(s.state).figure().axes[0]
     line, threshold = ax.lines[0], ax.lines[1]
     assert list(line.get_xdata()) == [1, 2]
     assert list(line.get_ydata()) == [r.ambiguity for r in s.state.rounds]
     assert list(threshold.get_ydata()) == [s.state.threshold] * 2
-    empty = convergence_figure(None, 0.2).axes[0]  # no interview yet: the threshold alone
+    empty = convergence_data(None, 0.2).figure().axes[0]  # no interview yet: the threshold alone
     assert list(empty.lines[0].get_xdata()) == [] and list(empty.lines[1].get_ydata()) == [0.2, 0.2]
