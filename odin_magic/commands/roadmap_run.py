@@ -13,7 +13,8 @@ RUN = (
     arg("--retry", metavar="PHASE", help="run: give this escalated or blocked phase another try"),
     arg("--skip", metavar="PHASE", help="run: mark this phase skipped (it is not run)"),
     arg("--accept-contract", metavar="PHASE",
-        help="run: accept this phase's contract as edited while its run was under way (the run goes on)"),
+        help="run: accept this phase's contract as edited while a run was under way (its own run goes on; "
+             "a phase not started yet starts under it)"),
 )
 
 #: Which action takes which of these options.

@@ -14,7 +14,10 @@ whose gates MEASURE and JUDGE, then UNIFY by the run's outcome:
 * its contract's bytes changed since the run began (sealed in its ``started`` record; an unsandboxed
   worker's bash can write ``.odin-loop/``) → ``blocked``, stop: put the file back and the run resumes, or
   ``odin roadmap run --accept-contract PHASE`` accepts the edit (a person's edit before the run starts,
-  e.g. the panel's Edit contract at the pause before a phase, is simply the contract the run is sealed with).
+  e.g. the panel's Edit contract at the pause before a phase, is simply the contract the run is sealed with);
+* a later phase's contract changed while another phase's run drove (each drive records every contract's sha256
+  as it begins and ends) → that phase ``blocked`` before it starts, the same remedies; an edit between drives
+  (at a pause, by hand or in the panel) is a person's.
 
 Autonomy: ``hitl`` pauses before each phase (its contract shown) and at each gate verdict (the run stops
 after it); ``autonomous`` runs phases back to back, except that a phase whose impact is not internal pauses
@@ -46,8 +49,8 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, changed_reason, contract_change, contract_sha256, note_phase, phase_task, progress,
-    read_records, repair, written_notes,
+    PhaseProgress, append_record, changed_reason, contract_change, contract_hashes, contract_sha256, driven_reason,
+    note_phase, phase_task, progress, read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -96,6 +99,8 @@ class RoadmapDriver:
         self._tell = tell
         self.lines: list[str] = []
         self._seals: dict[str, str | None] = {}  # run id → the contract's sha256 as this driver started the run
+        #: phase → (the phase whose run drove, its run, the contract's sha256 before): changed in a drive of this driver
+        self._driven: dict[str, tuple[str, str, str | None]] = {}
 
     def tell(self, text: str) -> None:
         self.lines.append(text)
@@ -150,14 +155,18 @@ class RoadmapDriver:
             self._accept_contract(roadmap.phase(self.options.accept_contract), states)
 
     def _accept_contract(self, phase: Phase, states: dict[str, PhaseProgress]) -> None:
-        """--accept-contract PHASE: a person's edit of the contract while the phase's run is under way, re-sealed."""
+        """--accept-contract PHASE: a person's edit of the contract while a run drove (the phase's own, under way;
+        or, for a phase not started yet, another phase's), sealed as the file is now."""
         p = states[phase.id]
-        if not p.contract_changed or p.last_run is None:
-            raise UsageError(f"phase {phase.id}'s contract is as its run began (or no run of it is under way)",
-                             hint="--accept-contract accepts a contract edited while its phase's run was under way")
+        if not p.contract_changed:
+            raise UsageError(f"phase {phase.id}'s contract did not change while a run drove",
+                             hint="--accept-contract accepts a contract edited while a phase's run was under way")
         existing_contract(self.project, phase)  # it validates
         append_record(self.project, "sealed", phase.id, run_id=p.last_run,
                       contract_sha256=contract_sha256(self.project, phase.id))
+        if p.last_run is None:
+            self.tell(f"phase {phase.id}: its edited contract accepted; the phase starts under it")
+            return
         self.tell(f"phase {phase.id}: its edited contract accepted; run {p.last_run} goes on (with the loop it "
                   "began with), the phase judged under the contract as it is now")
 
@@ -165,6 +174,9 @@ class RoadmapDriver:
         """One step of one phase; None when it finished (the drive goes on to the next)."""
         if p.contract_changed:
             return self._contract_changed(phase, p.last_run, p.reason)
+        driven = self._driven_change(phase) if not p.runs and p.status in ("pending", "paused") else None
+        if driven is not None:  # rewritten while another phase's run drove, as this driver saw it
+            return self._contract_changed(phase, None, driven)
         if p.status in ("escalated", "blocked"):
             return self._stopped(phase, p)
         contract = self._contract(roadmap, phase, p)
@@ -249,7 +261,7 @@ class RoadmapDriver:
                   f"(risk {contract.risk}, impact {contract.impact}, max_iterations {contract.max_iterations}"
                   + (f", ${contract.max_usd:g}" if contract.max_usd else "") + ")")
         seal = contract_sha256(self.project, phase.id)  # the bytes just loaded: no run of the phase drives yet
-        with self._listening(roadmap, contract, phase, seal):
+        with self._listening(roadmap, contract, phase.id, None, seal):
             return self.engine.start(applied.name, phase_task(phase), dry=self.options.dry, loop=applied)
 
     def _continue(self, roadmap: Roadmap, contract: Contract, p: PhaseProgress) -> RunState:
@@ -257,25 +269,29 @@ class RoadmapDriver:
         text = manifest_text(contract, p.phase_id)
         if text is not None and not (run_dir / MANIFEST_NAME).exists():  # a crash before it was written
             write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
-        with self._listening(roadmap, contract, None):
+        with self._listening(roadmap, contract, p.phase_id, p.last_run):
             return self.engine.run()
 
     @contextlib.contextmanager
-    def _listening(self, roadmap: Roadmap, contract: Contract, phase: Phase | None,
+    def _listening(self, roadmap: Roadmap, contract: Contract, phase_id: str, resumed: str | None,
                    seal: str | None = None) -> Iterator[None]:
-        """While a run of the phase drives: its acceptance.yaml and `started` record (the contract's ``seal``)
-        as it begins; in hitl mode a stop after each gate verdict (the run stays resumable)."""
-        before = self.engine.listener
-        hitl = roadmap.autonomy == "hitl"
+        """While a run of the phase drives: as it begins, its acceptance.yaml and `started` record (the contract's
+        ``seal``), or the `resumed` record of run ``resumed``; each with every contract's sha256, again in the
+        `drove` record as the drive ends. In hitl mode a stop after each gate verdict (the run stays resumable)."""
+        before, hashes = self.engine.listener, contract_hashes(self.project, roadmap)
+        hitl, run = roadmap.autonomy == "hitl", [resumed]
+        if resumed is not None:
+            append_record(self.project, "resumed", phase_id, run_id=resumed, contracts=hashes)
 
         def listen(event) -> None:
-            if event.kind == "run_started" and phase is not None:
+            if event.kind == "run_started" and resumed is None:
                 run_dir = self.engine.run_dir(event.run_id)
-                text = manifest_text(contract, phase.id)
+                text = manifest_text(contract, phase_id)
                 if text is not None:
                     write_atomic(run_dir / MANIFEST_NAME, text, within=run_dir)
-                self._seals[event.run_id] = seal
-                append_record(self.project, "started", phase.id, run_id=event.run_id, contract_sha256=seal)
+                self._seals[event.run_id], run[0] = seal, event.run_id
+                append_record(self.project, "started", phase_id, run_id=event.run_id, contract_sha256=seal,
+                              contracts=hashes)
             elif hitl and event.kind in ("gate_passed", "gate_failed"):
                 self.engine.request_stop()
             if before is not None:
@@ -286,6 +302,26 @@ class RoadmapDriver:
             yield
         finally:
             self.engine.listener = before
+            if run[0] is not None:
+                self._drove(roadmap, phase_id, run[0], hashes)
+
+    def _drove(self, roadmap: Roadmap, phase_id: str, run_id: str, hashes: dict[str, str | None]) -> None:
+        """A drive of the run ended: the `drove` record; a contract of another phase that changed during it is
+        kept in mind too (a record the run appended to roadmap.jsonl meanwhile does not hide it from this driver)."""
+        now = contract_hashes(self.project, roadmap)
+        append_record(self.project, "drove", phase_id, run_id=run_id, contracts=now)
+        for other, sha in now.items():
+            if other != phase_id and other in hashes and sha != hashes[other]:
+                self._driven.setdefault(other, (phase_id, run_id, hashes[other]))
+
+    def _driven_change(self, phase: Phase) -> str | None:
+        """Why a phase not started yet must not start: its contract changed while a run this driver drove."""
+        if phase.id not in self._driven:
+            return None
+        driving, run_id, before = self._driven[phase.id]
+        if contract_sha256(self.project, phase.id) == before:
+            return None
+        return driven_reason(phase.id, driving, run_id)
 
     # -- deciding (seed 002's decision flow) ----------------------------------------------------------
 
@@ -366,15 +402,17 @@ class RoadmapDriver:
         return contract_change(self.project, phase.id, run_id)
 
     def _contract_changed(self, phase: Phase, run_id: str | None, reason: str | None) -> RoadmapOutcome:
-        """The contract is not the one the phase's run began under: stop, the run left as it is."""
+        """The contract is not the one the phase's run began under (or, before it starts, the one it had before
+        another phase's run drove): stop, a run left as it is."""
         reason = reason or f"contract of phase {phase.id} changed while its phase ran"
         current = load_roadmap(self.path).phase(phase.id)
         note = _note("blocked", reason)
         if current.note != note:
             note_phase(self.project, self.path, phase.id, done=False, note=note)
-        self.tell(f"phase {phase.id} BLOCKED (run {run_id}): {reason}; put back the text it had when the run "
-                  f"began and `odin roadmap run` resumes it, or accept the edit: "
-                  f"`odin roadmap run --accept-contract {phase.id}`")
+        back = ("when the run began and `odin roadmap run` resumes it" if run_id is not None
+                else "before that run and `odin roadmap run` starts the phase")
+        self.tell(f"phase {phase.id} BLOCKED ({f'run {run_id}' if run_id else 'not started'}): {reason}; put back "
+                  f"the text it had {back}, or accept the edit: `odin roadmap run --accept-contract {phase.id}`")
         return RoadmapOutcome("blocked", phase.id, reason)
 
     def _stopped(self, phase: Phase, p: PhaseProgress) -> RoadmapOutcome:

@@ -11,6 +11,12 @@ Until the phase's outcome is recorded, a contract whose bytes differ (an unsandb
 ``.odin-loop/``: docs/security.md, "Without the sandbox") makes the phase ``blocked``
 (:func:`contract_change`); a ``sealed`` record (``odin roadmap run --accept-contract PHASE``) accepts an edit.
 
+A phase not started yet is not sealed, but another phase's run may drive meanwhile: each drive of a run (its
+``started`` or ``resumed`` record, then its ``drove`` record when the driver's call returns) carries the sha256 of
+every phase's contract then (``contracts``). A contract that changed inside such a window blocks its phase
+before it starts (:func:`driven_change`, the file and the driving phase named) until it is put back or accepted
+(a ``sealed`` record without a run); an edit between drives (at a pause, by hand or in the panel) is a person's.
+
 :func:`progress` folds both into each phase's :class:`PhaseProgress`; roadmap.md's checkboxes are a view of
 it, and :func:`repairs` lists where they disagree (:func:`repair` writes the fixes). The runs win.
 """
@@ -38,7 +44,8 @@ TASK_PREFIX = "roadmap phase "
 _TASK = re.compile(r"roadmap phase ([A-Za-z0-9][A-Za-z0-9._-]*): ")
 Status = Literal["pending", "active", "paused", "done", "done_with_concerns", "escalated", "blocked", "skipped"]
 DONE_STATUSES = ("done", "done_with_concerns", "skipped")
-RecordKind = Literal["started", "paused", "approved", "outcome", "skipped", "retry", "noted", "sealed"]
+RecordKind = Literal["started", "resumed", "drove", "paused", "approved", "outcome", "skipped", "retry", "noted",
+                     "sealed"]
 
 
 class PhaseProgress(BaseModel):
@@ -71,6 +78,8 @@ class RoadmapRecord(BaseModel):
     ignore: list[str] = Field(default_factory=list)  # retry: the runs that no longer count
     note: str | None = None  # noted: the status note odin wrote on the phase's line (only such a note is taken back)
     contract_sha256: str | None = None  # started/sealed: the contract file's bytes the run goes on under
+    #: started/resumed (a drive of the run begins), drove (it ended): each phase's contract sha256 (None: no file)
+    contracts: dict[str, str | None] = Field(default_factory=dict)
 
 
 def phase_task(phase: Phase) -> str:
@@ -152,6 +161,8 @@ def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
         states = [s for s in runs.get(phase.id, []) if s.run_id not in ignored]
         out[phase.id] = _fold(project_dir, phase, states, mine)
         out[phase.id].notes_written = written
+        if out[phase.id].status in ("pending", "paused") and not states:
+            _not_started(project_dir, out[phase.id], records)
     return out
 
 
@@ -175,6 +186,13 @@ def _fold(project_dir: Path, phase: Phase, states: list[RunState], recs: list[Ro
         elif p.status in ("done", "done_with_concerns"):
             p.undecided = _undecided(recs, states[-1].run_id)
     return p
+
+
+def _not_started(project_dir: Path, p: PhaseProgress, records: list[RoadmapRecord]) -> None:
+    """A phase not started yet whose contract changed while another phase's run drove: blocked."""
+    changed = driven_change(records, p.phase_id, contract_sha256(project_dir, p.phase_id))
+    if changed is not None:
+        p.status, p.reason, p.pause, p.contract_changed = "blocked", changed, None, True
 
 
 def _undecided(recs: list[RoadmapRecord], run_id: str) -> bool:
@@ -206,6 +224,42 @@ def contract_change(project_dir: Path, phase_id: str, run_id: str,
 
 def changed_reason(phase_id: str) -> str:
     return f"contract {CONTRACTS_DIR}/{phase_id}.yaml changed while its phase ran"
+
+
+def contract_hashes(project_dir: Path, roadmap: Roadmap) -> dict[str, str | None]:
+    """Each phase's contract sha256 now (None: no file): what a drive's records carry."""
+    return {phase.id: contract_sha256(project_dir, phase.id) for phase in roadmap.phases()}
+
+
+_UNKNOWN = "?"  # no drive recorded the contract yet
+
+
+def driven_change(records: list[RoadmapRecord], phase_id: str, now: str | None) -> str | None:
+    """Why ``phase_id`` (not started yet) must not start: its contract (``now``) is not as it was when a drive of
+    another phase's run began, and changed inside that drive (or one that never recorded its end: a crash) —
+    put back, it starts; a ``sealed`` record without a run accepts it; an edit between drives is a person's."""
+    trusted, blame, driving = _UNKNOWN, None, None  # the accepted hash; the drive that changed it; the open drive
+    for r in records:
+        if r.type == "sealed" and r.phase == phase_id and r.run_id is None:
+            trusted, blame = r.contract_sha256, None
+        if r.type not in ("started", "resumed", "drove"):
+            continue
+        if phase_id in r.contracts:  # a record from before the phase was in the roadmap (or this check) has none
+            value = r.contracts[phase_id]
+            if blame is None and value != trusted and trusted != _UNKNOWN and driving is not None:
+                blame = driving
+            if blame is None or value == trusted:
+                trusted, blame = value, None
+        driving = (r.phase, r.run_id) if r.type != "drove" and r.phase != phase_id else None
+    if blame is None and now != trusted and trusted != _UNKNOWN and driving is not None:
+        blame = driving
+    if blame is None or now == trusted:
+        return None
+    return driven_reason(phase_id, *blame)
+
+
+def driven_reason(phase_id: str, driving: str, run_id: str | None) -> str:
+    return f"contract {CONTRACTS_DIR}/{phase_id}.yaml changed while phase {driving}'s run drove (run {run_id})"
 
 
 def _waiting(recs: list[RoadmapRecord], run_id: str | None = None) -> RoadmapRecord | None:

@@ -144,6 +144,87 @@ def test_a_seal_the_workers_bash_appends_to_the_log_does_not_hide_the_change_fro
     engine, _ = scripted_engine(project, _script(tamper=True, command=FORGED))
     out = _drive(engine)
     assert (out.ending, out.phase, out.reason) == ("blocked", "p1", REASON), out.lines
-    assert [r.type for r in read_records(project) if r.phase == "p1"][:3] == ["started", "sealed", "noted"]  # forged
+    types = [r.type for r in read_records(project) if r.phase == "p1"]
+    assert types[:4] == ["started", "sealed", "drove", "noted"]  # forged mid-drive
     # a later driver has only the log to go by, and the log says sealed: the known limit (docs/security.md)
+    assert _drive(engine).ending == "complete"
+
+
+# -- a LATER phase's contract rewritten while an earlier phase's run drives ----------------------------------------
+
+#: p1's worker neuters p2's contract: its gate and its criterion's verify become `true`
+NEUTERED = "sed -i 's/grep -q hello app.py/true/g' .odin-loop/contracts/p2.yaml"
+P2_REASON = "contract .odin-loop/contracts/p2.yaml changed while phase p1's run drove (run {run})"
+
+
+def test_a_later_phases_contract_rewritten_while_an_earlier_phase_ran_blocks_that_phase_before_it_starts(
+        project, unsandboxed):
+    _project(project)
+    engine, _ = scripted_engine(project, _script(tamper=True, command=NEUTERED))
+    out = _drive(engine)
+    run = _status(project, "p1").last_run
+    reason = P2_REASON.format(run=run)
+    assert (out.ending, out.phase, out.reason, out.exit_code) == ("blocked", "p2", reason, 1), out.lines
+    assert "true" in _contract(project, "p2").read_text()  # the bash did rewrite it
+    assert any(reason in line and "--accept-contract p2" in line for line in out.lines), out.lines
+    assert _status(project, "p1").status == "done" and _status(project, "p2").runs == []
+    p2 = _status(project, "p2")
+    assert (p2.status, p2.reason, p2.contract_changed) == ("blocked", reason, True)
+    assert load_roadmap(project / ROADMAP_FILE).phases()[1].note == f"blocked: {reason}"
+    assert _drive(engine).reason == reason and _status(project, "p2").runs == []  # it stays stopped
+    # the file put back as it was before p1's run: p2 starts under it, and the roadmap completes
+    _contract(project, "p2").write_text(CONTRACT.replace("PHASE", "p2"))
+    out = _drive(engine)
+    assert out.ending == "complete", out.lines
+    assert [(p.done, p.note) for p in load_roadmap(project / ROADMAP_FILE).phases()] == [(True, None), (True, None)]
+
+
+def test_accept_contract_takes_a_later_phases_contract_edited_while_an_earlier_phase_ran(project, unsandboxed):
+    _project(project)
+    engine, _ = scripted_engine(project, _script(tamper=True, command=NEUTERED))
+    assert _drive(engine).phase == "p2"
+    out = _drive(engine, accept_contract="p2")
+    assert out.ending == "complete", out.lines
+    assert any("p2: its edited contract accepted" in line for line in out.lines), out.lines
+    sealed = [r for r in read_records(project) if r.type == "sealed"]
+    assert [(r.phase, r.run_id) for r in sealed] == [("p2", None)]
+    started = [r for r in read_records(project) if r.type == "started" and r.phase == "p2"]
+    assert started[0].contract_sha256 == sealed[0].contract_sha256  # p2 ran under the accepted text
+
+
+def test_a_forged_log_does_not_hide_a_later_phases_rewritten_contract_from_the_driver_that_drove(
+        project, unsandboxed):
+    """The worker also appends a `sealed` record of p2's new text: the driver that drove p1 took the hashes itself."""
+    forged = NEUTERED + (" && printf '{\"at\": \"x\", \"type\": \"sealed\", \"phase\": \"p2\", \"contract_sha256\": "
+                         "\"%s\"}\\n' \"$(sha256sum .odin-loop/contracts/p2.yaml | cut -d' ' -f1)\" "
+                         ">> .odin-loop/roadmap.jsonl")
+    _project(project)
+    engine, _ = scripted_engine(project, _script(tamper=True, command=forged))
+    out = _drive(engine)
+    assert (out.ending, out.phase) == ("blocked", "p2"), out.lines
+    assert out.reason == P2_REASON.format(run=_status(project, "p1").last_run)
+    assert _status(project, "p2").runs == []
+
+
+def test_a_persons_edit_of_a_later_contract_between_runs_is_the_contract_it_runs_under(project, unsandboxed):
+    """hitl: p1 runs, the roadmap pauses before p2; the person edits p2's contract there (as the panel's Edit
+    contract does); p2 starts under it, sealed with it."""
+    _project(project, autonomy="hitl")
+    engine, _ = scripted_engine(project, _script(tamper=False))
+    assert _drive(engine).phase == "p1"
+    out = _drive(engine)
+    assert (out.ending, out.phase) == ("paused", "p2"), out.lines
+    edited = CONTRACT.replace("PHASE", "p2").replace("max_iterations: 3", "max_iterations: 2")
+    _contract(project, "p2").write_text(edited)
+    assert _status(project, "p2").status == "paused"
+    out = _drive(engine)
+    assert out.ending == "complete", out.lines
+    assert _status(project, "p2").status == "done" and not _status(project, "p2").contract_changed
+
+
+def test_a_persons_edit_of_a_later_contract_before_any_run_is_taken(project, unsandboxed):
+    _project(project)
+    _contract(project, "p2").write_text(CONTRACT.replace("PHASE", "p2").replace("max_iterations: 3",
+                                                                                  "max_iterations: 2"))
+    engine, _ = scripted_engine(project, _script(tamper=False))
     assert _drive(engine).ending == "complete"

@@ -102,3 +102,33 @@ def test_record_log_pauses_approvals_and_retry(project, write_loop):
     append_record(project, "skipped", "p1")
     assert [r.type for r in read_records(project)] == ["paused", "approved", "retry", "skipped"]
     assert progress(project, roadmap)["p1"].status == "skipped"
+
+
+def test_a_not_started_phases_contract_changed_inside_a_drive_is_blamed_on_that_drive_only(project, write_loop):
+    """The drive windows in roadmap.jsonl: `started`/`resumed` … `drove` of p1's run, each with p2's contract hash."""
+    from odin_magic.runs.roadmap_progress import driven_change
+
+    _project(project, write_loop)
+
+    def drive(kind, p2, run="r1", phase="p1"):
+        append_record(project, kind, phase, run_id=run, contracts={"p1": "a", "p2": p2})
+
+    reason = "contract .odin-loop/contracts/p2.yaml changed while phase p1's run drove (run r1)"
+    drive("started", "x")
+    assert driven_change(read_records(project), "p2", "x") is None
+    assert driven_change(read_records(project), "p2", "y") == reason  # while it drives (or it crashed)
+    drive("drove", "x")
+    assert driven_change(read_records(project), "p2", "y") is None  # after the drive: a person's edit
+    drive("resumed", "y")  # edited at the pause between two drives of the run: taken
+    drive("drove", "z")  # changed inside the second drive
+    assert driven_change(read_records(project), "p2", "z") == reason
+    assert driven_change(read_records(project), "p2", "w") == reason  # edited again since: still not accepted
+    assert driven_change(read_records(project), "p2", "y") is None  # put back
+    drive("started", "z", run="r2", phase="p3")  # another drive begins with it still changed: still blamed on r1
+    drive("drove", "z", run="r2", phase="p3")
+    assert driven_change(read_records(project), "p2", "z") == reason
+    append_record(project, "sealed", "p2", contract_sha256="z")  # --accept-contract p2
+    assert driven_change(read_records(project), "p2", "z") is None
+    drive("started", "z", run="r3", phase="p2")  # p2's own run: its own seal takes over
+    drive("drove", "q", run="r3", phase="p2")
+    assert driven_change(read_records(project), "p2", "q") is None
