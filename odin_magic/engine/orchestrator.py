@@ -327,7 +327,7 @@ class Engine:
             if not handle.state.active and not reopening:  # changed between the scan and the lock
                 raise NoActiveRun(f"run {handle.run_id} is {handle.state.status}", hint="`odin runs` lists the runs")
             if action is not None:
-                require_status(handle.state, action)
+                require_status(handle.state, action, driven=False)  # opened: no other process drives it
             loop = self.loop_for(handle.run_id)  # one that cannot be read is damage (RunCorrupt), not tampering
             if need_worker:  # a loop.json changed since the run started is never executed: the run is blocked
                 tamper.check_on_open(self, handle)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 from odin_magic.loop.schema import Loop
+from odin_magic.render.text import status_word
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt
 
@@ -15,18 +16,26 @@ from odin_magic.runs.store import RunCorrupt
 _NEEDS_STATUS = {"approve": "awaiting_approval", "revise": "awaiting_approval", "answer": "awaiting_answer"}
 
 
-def require_status(state: RunState, action: str) -> None:
-    """Raise :class:`RunRefused` when ``action`` (approve, revise, answer) does not apply to ``state``."""
+def require_status(state: RunState, action: str, driven: bool = False) -> None:
+    """Raise :class:`RunRefused` when ``action`` (approve, revise, answer) does not apply to ``state``. ``driven``:
+    whether a process drives the run now (``runs.store.being_driven``, what ``status`` shows); a running run
+    that nothing drives is ready, and ``odin run`` continues it."""
     if state.status == _NEEDS_STATUS[action]:
         return
-    where = f"run {state.run_id} is {state.status}"
+    ready = status_word(state, driven) == "ready"
+    where = f"run {state.run_id} is " + ("ready (nothing drives it now)" if ready else state.status)
     asking = "the interview waits for an answer: `answer TEXT` (`question` shows it)"
+    continues = "`odin run` continues it; `odin status` shows where it is"
     if action == "approve":
         raise RunRefused(f"{where}, not waiting for approval",
-                         hint=asking if state.status == "awaiting_answer" else "`run` continues it; `status` shows where it is")
+                         hint=asking if state.status == "awaiting_answer" else
+                         continues if ready else "`run` continues it; `status` shows where it is")
     if action == "revise":
         raise RunRefused(f"{where}, not paused for review: revise applies to a stage awaiting approval",
-                         hint=asking if state.status == "awaiting_answer" else "`step STAGE` re-runs any stage")
+                         hint=asking if state.status == "awaiting_answer" else
+                         continues if ready else "`step STAGE` re-runs any stage")
+    if ready:
+        raise RunRefused(f"no interview question is waiting: {where}, not waiting for an answer", hint=continues)
     raise RunRefused(f"no interview question is waiting ({where})",
                      hint="answers are for a deep-interview stage's questions; `status` shows the run")
 

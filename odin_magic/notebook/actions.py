@@ -226,17 +226,23 @@ class NotebookRunner:
     # The checks are the engine's own (engine.require_*), made here so that the cell gets the error at once.
 
     def approve(self, ready: Ready | None = None) -> None:
-        from odin_magic.engine.orchestrator import require_status
-
-        require_status(self._require_active(), "approve")
+        self._require_status("approve")
         self._submit("approve", lambda: self.engine.approve(), ready, at_pause=("awaiting_approval",))
 
     def revise(self, feedback: str, ready: Ready | None = None) -> None:
-        from odin_magic.engine.orchestrator import require_status, require_text
+        from odin_magic.engine.orchestrator import require_text
 
         require_text(feedback, "revise")
-        require_status(self._require_active(), "revise")
+        self._require_status("revise")
         self._submit("revise", lambda: self.engine.revise(feedback), ready, at_pause=("awaiting_approval",))
+
+    def _require_status(self, action: str) -> None:
+        """The engine's check, with whether a process drives the run now (a running run nothing drives is ready)."""
+        from odin_magic.engine.orchestrator import require_status
+        from odin_magic.runs.store import being_driven
+
+        state = self._require_active()
+        require_status(state, action, driven=being_driven(self.engine.run_dir(state.run_id)))
 
     def step(self, stage: str, ready: Ready | None = None) -> None:
         """Step ``stage`` of the active run (refused at a pause), or of the latest run when it failed (reopened)."""
@@ -252,10 +258,10 @@ class NotebookRunner:
 
     def answer(self, text: str, ready: Ready | None = None) -> None:
         """Answer the interview's waiting question."""
-        from odin_magic.engine.orchestrator import require_status, require_text
+        from odin_magic.engine.orchestrator import require_text
 
         require_text(text, "answer")
-        require_status(self._require_active(), "answer")
+        self._require_status("answer")
         self._submit("answer", lambda: self.engine.answer(text), ready, at_pause=("awaiting_answer",))
 
     def revert(self, stage: str | None = None, to: int | None = None, force: bool = False) -> RunState:

@@ -272,10 +272,11 @@ def test_status_shows_the_last_ten_entries_numbered_and_history_shows_all(capsys
 
 
 @pytest.mark.parametrize("command", [["approve"], ["revise", "more tests"], ["answer", "yes"]])
-def test_acting_on_a_running_run_says_it_is_running_and_needs_no_key(capsys, project, write_loop, monkeypatch,
-                                                                      command):
-    """Issue 18 item 6: approve / revise / answer on a run that is running (not waiting) say so, before any
-    worker is made: no 'no Anthropic API key found'."""
+def test_acting_on_an_interrupted_run_says_it_is_ready_as_status_does_and_needs_no_key(capsys, project, write_loop,
+                                                                                       monkeypatch, command):
+    """Issue 18 item 6: approve / revise / answer on a run that is not waiting say so, before any worker is made:
+    no 'no Anthropic API key found'. A run whose driver died is not "running": it is ready, as `odin status` says,
+    and `odin run` continues it."""
     from support.scripted_runs import scripted_engine
 
     write_loop()
@@ -288,7 +289,10 @@ def test_acting_on_a_running_run_says_it_is_running_and_needs_no_key(capsys, pro
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ODIN_SCRIPT"):
         monkeypatch.delenv(var, raising=False)
     code, out, err = odin(capsys, *command, "--project", str(project))
-    assert code != 0 and "is running" in err and "API key" not in err
+    assert code != 0 and "API key" not in err
+    assert "is running" not in err and "is ready (nothing drives it now), not " in err, err
+    assert "`odin run` continues it" in err
+    assert "ready: nothing drives it now; `odin run` continues it" in odin(capsys, "status", "--project", str(project))[1]
 
 
 @pytest.mark.slow

@@ -507,8 +507,8 @@ def test_step_checks_the_stage_before_driving(ip, project):
     assert state_json(project)["status"] == "running"  # stopped, not paused
     with pytest.raises(UsageError, match="not paused for review"):
         odin(ip, "revise more")
-    with pytest.raises(UsageError, match="not waiting for approval"):
-        odin(ip, "approve")
+    with pytest.raises(UsageError, match=r"is ready \(nothing drives it now\), not waiting for approval"):
+        odin(ip, "approve")  # as status says of a run nothing drives: not "running"
 
 
 def test_a_busy_drive_refuses_a_second_call_before_its_view_is_shown(tmp_path):
