@@ -21,6 +21,8 @@ the file. Every other line (prose, deeper headings, indented lists, fenced code)
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -235,8 +237,20 @@ def read_roadmap_bytes(path: Path) -> bytes:
         raise RoadmapUnreadable(path, "no roadmap here", "write one with `odin roadmap new --from spec.md`, "
                                 "or by hand (docs/roadmap.md)") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise _link_refused(path) from None
         raise RoadmapUnreadable(path, f"cannot read it: {exc.strerror or exc}",
                                 "check the path and its permissions") from None
+
+
+def _link_refused(path: Path) -> RoadmapUnreadable:
+    """A roadmap.md that is a symbolic link is refused in one line, as every file odin owns is (never followed)."""
+    try:
+        to = f" (to {os.readlink(path)})"
+    except OSError:
+        to = ""
+    return RoadmapUnreadable(path, f"is a link{to}: refused, odin never reads a roadmap through a link",
+                             f"put the roadmap file itself at {path}")
 
 
 def read_roadmap_text(path: Path, raw: bytes | None = None) -> str:

@@ -98,3 +98,16 @@ def test_ctrl_c_during_odin_roadmap_run_says_that_odin_roadmap_run_resumes(tmp_p
     resumed.send_signal(signal.SIGINT)
     rest, err = resumed.communicate(timeout=120)
     assert first.startswith("resuming phase p1.1: run "), first + rest[:300] + err
+
+
+def test_a_roadmap_that_is_a_link_is_refused_in_one_line_naming_it(project, capsys):
+    """Not "Too many levels of symbolic links": odin never reads a roadmap through a link, and says so."""
+    (project / "real.md").write_text(ROADMAP)
+    (project / ".odin-loop").mkdir(exist_ok=True)
+    (project / ROADMAP_FILE).symlink_to(project / "real.md")
+    for argv in (["roadmap"], ["roadmap", "run"], ["roadmap", "validate"]):
+        code, out, err = odin(project, *argv, capsys=capsys)
+        assert code == 1, argv
+        said = (err or out).splitlines()[0]
+        assert f"{ROADMAP_FILE}" in said and "is a link (to " in said and ": refused" in said, (argv, said)
+        assert "Too many levels" not in err + out and "Traceback" not in err, argv
