@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from odin_magic.commands.spec import did_you_mean_text, unknown_command
+from odin_magic.commands.spec import choice_message, did_you_mean_text, unknown_command
 from odin_magic.core.errors import OdinError, UsageError
 from odin_magic.core.secrets import redact_text
 
@@ -43,7 +43,7 @@ class OdinParser(argparse.ArgumentParser):
         if choice and choice.group(1) == "COMMAND":
             word, choices = choice.group(2), re.findall(r"'([^']*)'", choice.group(3))
             message = unknown_command(word, choices, f"`{self.prog} --help`")
-        super().error(message)
+        super().error(choice_message(self, message))
 
     def reject_extras(self, extras: list[str]):
         """Report arguments this (sub)command does not take, suggesting the option meant."""

@@ -26,7 +26,8 @@ def cmd_roadmap(args: argparse.Namespace) -> int:
 
     if args.action == "run":  # Ctrl-C says which run is saved and that `odin roadmap run` goes on with it
         args.drives_a_run, args.resumed_by = True, "odin roadmap run"
-    return {"show": _show, "new": _new, "validate": _validate, "run": cmd_roadmap_run}[args.action](project, args)
+    return {"show": _show, "new": _new, "validate": _validate, "run": cmd_roadmap_run, "accept": _accept,
+            "discard": _discard}[args.action](project, args)
 
 
 def _show(project, args) -> int:
@@ -60,6 +61,22 @@ def _new(project, args) -> int:
         return 1
     path = rn.write_roadmap(project, text, args.force)
     print(f"\nwrote {path}\nshow it: odin roadmap")
+    return 0
+
+
+def _accept(project, args) -> int:
+    """The proposal a notebook's `%odin roadmap new` left waiting (.odin-loop/roadmap.proposed.md), written."""
+    from odin_magic.authoring.roadmap_new import accept_proposal
+
+    print(f"wrote {accept_proposal(project, args.force)}\nshow it: odin roadmap")
+    return 0
+
+
+def _discard(project, args) -> int:
+    from odin_magic.authoring.roadmap_new import discard_proposal
+
+    discard_proposal(project)
+    print("discarded: nothing written")
     return 0
 
 

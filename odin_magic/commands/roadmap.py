@@ -1,27 +1,26 @@
-"""The arguments of ``roadmap`` (show, new, validate), one definition for ``odin`` and ``%odin`` (docs/roadmap.md).
+"""The arguments of ``roadmap`` (show, new, validate, run, accept, discard), one definition for ``odin`` and
+``%odin`` (docs/roadmap.md).
 
-The notebook also has ``accept`` and ``discard`` (a proposal of ``roadmap new`` waits in a panel there); the
-terminal asks y/N instead (or ``--yes``)."""
+A proposal of ``roadmap new`` waits in ``.odin-loop/roadmap.proposed.md`` when the notebook made it (its panel's
+Accept / Discard); ``roadmap accept`` / ``discard`` decide it in either front end. The terminal's ``new`` asks
+y/N instead (or ``--yes``)."""
 
 from __future__ import annotations
 
 import argparse
 
 from odin_magic.commands.roadmap_run import RUN, RUN_OPTIONS
-from odin_magic.commands.spec import MAGIC, ODIN, arg
+from odin_magic.commands.spec import ODIN, arg
 from odin_magic.core.errors import UsageError
 
-#: The actions both front ends have; the first is the default.
-ACTIONS = ("show", "new", "validate", "run")
-NOTEBOOK_ACTIONS = (*ACTIONS, "accept", "discard")
+#: The actions, the same in both front ends; the first is the default.
+ACTIONS = ("show", "new", "validate", "run", "accept", "discard")
 
 ROADMAP = (
-    arg("action", only=ODIN, nargs="?", default="show", choices=ACTIONS, metavar="ACTION",
+    arg("action", nargs="?", default="show", choices=ACTIONS, metavar="ACTION",
         help="show (the default): milestones and phases with status, cost and run; new: propose one; "
-             "validate: check the file; run: drive it phase by phase"),
-    arg("action", only=MAGIC, nargs="?", default="show", choices=NOTEBOOK_ACTIONS, metavar="ACTION",
-        help="show (the default): milestones and phases with status, cost and run; new: propose one; "
-             "validate: check the file; run: drive it phase by phase; accept / discard: the proposal waiting"),
+             "validate: check the file; run: drive it phase by phase; accept / discard: the proposal waiting "
+             "(a notebook's `roadmap new`)"),
     arg("file", nargs="?", metavar="FILE", help="validate: the roadmap file to check (default: .odin-loop/roadmap.md)"),
     arg("--from", dest="from_spec", metavar="SPEC", help="new: propose the roadmap from this spec (e.g. spec.md)"),
     arg("--from-run", dest="from_run", metavar="RUN", help="new: propose it from a finished run's spec.md"),

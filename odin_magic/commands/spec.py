@@ -67,3 +67,19 @@ def did_you_mean_text(word: str, choices) -> str:
 def unknown_command(word: str, choices, listing: str) -> str:
     """The one line either front end says for a command it does not have; ``listing`` is how to list them."""
     return f"unknown command {word!r}{did_you_mean_text(word, choices)}; {listing} lists the commands"
+
+
+def choice_message(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's "invalid choice" for a positional of ``parser`` (an action, such as ``roadmap rnu``) said as a
+    misspelt command is: ``unknown action 'rnu' (did you mean 'run'?); `odin roadmap --help` lists the actions``;
+    any other message as it is."""
+    import re
+
+    m = re.match(r"argument (\S+): invalid choice: '([^']*)'", message)
+    action = m and next((a for a in parser._actions if not a.option_strings and a.choices is not None
+                         and m.group(1) in (a.metavar, a.dest)), None)
+    if not action or m.group(1) == "COMMAND":
+        return message
+    name = (action.metavar or action.dest).lower()
+    return (f"unknown {name} {m.group(2)!r}{did_you_mean_text(m.group(2), action.choices)}; "
+            f"`{parser.prog} --help` lists the {name}s")

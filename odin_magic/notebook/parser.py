@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from odin_magic.commands import SHARED
-from odin_magic.commands.spec import MAGIC, add_arguments, unknown_command
+from odin_magic.commands.spec import MAGIC, add_arguments, choice_message, unknown_command
 from odin_magic.core.errors import OdinError
 
 #: Each shared command's description in ``%odin help``, in help order (their arguments: :data:`SHARED`).
@@ -75,14 +75,22 @@ def usage_error(exc: OdinError) -> UsageError:
     return UsageError(" ".join(in_notebook(text).split("\n")))
 
 
+class CommandParser(MagicArgumentParser):
+    """A command's parser: a misspelt action (``roadmap rnu``) is said as the terminal says it, with a "did you
+    mean", not as argparse's list of choices."""
+
+    def error(self, message: str):
+        super().error(choice_message(self, message))
+
+
 def build_parser() -> MagicArgumentParser:
     """The ``%odin`` parser: one subparser per command."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = MagicArgumentParser(prog="%odin", description="Run AI development-workflow loops from a notebook.",
                             formatter_class=fmt)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=MagicArgumentParser)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
 
-    def add(name: str, help_: str) -> MagicArgumentParser:
+    def add(name: str, help_: str) -> CommandParser:
         sp = sub.add_parser(name, help=help_.replace("%", "%%"), description=help_, prog=f"%odin {name}",
                             formatter_class=fmt)
         if name in SHARED:

@@ -111,3 +111,39 @@ def test_a_roadmap_that_is_a_link_is_refused_in_one_line_naming_it(project, caps
         said = (err or out).splitlines()[0]
         assert f"{ROADMAP_FILE}" in said and "is a link (to " in said and ": refused" in said, (argv, said)
         assert "Too many levels" not in err + out and "Traceback" not in err, argv
+
+
+def test_a_misspelt_roadmap_action_is_named_with_a_suggestion(project, capsys):
+    """As `odin stauts` is: one line with a "did you mean", not argparse's list of choices."""
+    import pytest
+
+    with pytest.raises(SystemExit) as info:
+        main(["roadmap", "rnu", "--project", str(project)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "invalid choice" not in err
+    assert ("odin roadmap: error: unknown action 'rnu' (did you mean 'run'?); `odin roadmap --help` lists the "
+            "actions") in err
+
+
+def test_the_terminal_has_the_notebooks_actions_and_decides_a_waiting_proposal(project, capsys):
+    """`%odin roadmap new` leaves its proposal in .odin-loop/roadmap.proposed.md: `odin roadmap accept` /
+    `discard` decide it from a terminal; the two front ends list the same actions."""
+    from odin_magic.authoring.roadmap_new import PROPOSAL_FILE
+    from odin_magic.cli import build_parser
+    from odin_magic.notebook.parser import SUBPARSERS
+
+    def actions(parser):
+        return next(a.choices for a in parser._actions if a.dest == "action")
+
+    terminal = next(a for a in build_parser()._actions if a.dest == "command").choices["roadmap"]
+    assert list(actions(terminal)) == list(actions(SUBPARSERS["roadmap"]))
+    (project / ".odin-loop").mkdir(exist_ok=True)
+    (project / PROPOSAL_FILE).write_text(ROADMAP)
+    code, out, err = odin(project, "roadmap", "accept", capsys=capsys)
+    assert code == 0 and f"wrote {project / ROADMAP_FILE}" in out, err
+    assert (project / ROADMAP_FILE).read_text() == ROADMAP and not (project / PROPOSAL_FILE).exists()
+    (project / PROPOSAL_FILE).write_text(ROADMAP)
+    code, out, _ = odin(project, "roadmap", "discard", capsys=capsys)
+    assert code == 0 and "discarded: nothing written" in out and not (project / PROPOSAL_FILE).exists()
+    code, _, err = odin(project, "roadmap", "discard", capsys=capsys)
+    assert code != 0 and "no roadmap proposal is waiting" in err and "Traceback" not in err

@@ -59,3 +59,10 @@ def test_the_panel_writes_on_accept_and_nothing_on_discard(ip, magics, tmp_path)
 def test_an_option_for_another_action_is_one_line(ip, magics):
     with pytest.raises(UsageError, match="--from is for `%odin roadmap new`"):
         ip.run_line_magic("odin", "roadmap validate --from spec.md")
+
+
+def test_a_misspelt_action_is_named_with_a_suggestion_as_the_terminal_says_it(ip, magics):
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("odin", "roadmap rnu")
+    assert str(info.value) == ("unknown action 'rnu' (did you mean 'run'?); `%odin roadmap --help` lists the "
+                               "actions")
