@@ -348,8 +348,11 @@ class Engine:
         return next(iter(reversed(list(self._readable_runs()))), None)
 
     def _no_active_run(self) -> NoActiveRun:
+        from odin_magic.runs.roadmap_progress import paused_phase
+
         latest = self._latest_run()
-        return no_active_run(self.project_dir, latest.state if latest is not None else None)
+        return no_active_run(self.project_dir, latest.state if latest is not None else None,
+                             paused_phase(self.project_dir))
 
     def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""

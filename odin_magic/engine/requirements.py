@@ -4,12 +4,16 @@ time. Shared with the front ends, which check an action before driving it in the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 from odin_magic.loop.schema import Loop
 from odin_magic.render.text import status_word
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt
+
+if TYPE_CHECKING:
+    from odin_magic.runs.roadmap_progress import PhaseProgress
 
 
 #: The status each pause-bound action applies to.
@@ -66,9 +70,24 @@ def one_run_at_a_time(active: RunState) -> RunRefused:
     )
 
 
-def no_active_run(project_dir: Path, latest: RunState | None) -> NoActiveRun:
-    """Nothing to act on: said of the ``latest`` run when there is one (it has ended: it is not changed, a fork
-    continues it), else how to start one."""
+#: What a roadmap paused at a phase waits for (``PhaseProgress.pause``), and how a person goes on.
+_PAUSES = {"start": "before it starts", "verdict": "after its gate's verdict", "concerns": "its DONE has concerns",
+           "signoff": "its DONE waits for your sign-off", "run": "its run waits for you"}
+
+
+def no_active_run(project_dir: Path, latest: RunState | None, paused: PhaseProgress | None = None) -> NoActiveRun:
+    """Nothing to act on: said of the roadmap's ``paused`` phase when it waits for a person (``odin roadmap run``
+    goes on, docs/roadmap.md); else of the ``latest`` run when there is one (it has ended: it is not changed, a
+    fork continues it), else how to start one."""
+    if paused is not None:
+        if paused.pause == "interview":
+            return NoActiveRun(f"no active run in {project_dir}: the roadmap is paused at phase {paused.phase_id}, "
+                               "its contract interview waiting for your answer",
+                               hint="`odin answer TEXT` answers it (`odin question` shows it), then `odin roadmap run`")
+        return NoActiveRun(
+            f"no active run in {project_dir}: the roadmap is paused at phase {paused.phase_id} "
+            f"({_PAUSES.get(paused.pause or 'run', paused.pause)}), not waiting for an answer or an approval here",
+            hint="`odin roadmap run` approves the pause and goes on (`odin roadmap` shows where it stands)")
     if latest is None:
         return NoActiveRun(f"no active run in {project_dir}",
                            hint="start one with `odin run LOOP --task TEXT` (`odin runs` lists past runs)")

@@ -35,7 +35,8 @@ from pydantic import BaseModel, Field
 from odin_magic.core.atomic import open_append
 from odin_magic.core.filehash import file_sha256
 from odin_magic.loop.contract import CONTRACTS_DIR, contract_path, load_contract
-from odin_magic.loop.roadmap import Roadmap, Phase, set_phase
+from odin_magic.core.errors import OdinError
+from odin_magic.loop.roadmap import ROADMAP_FILE, Roadmap, Phase, load_roadmap, set_phase
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt, RunStore
 
@@ -193,6 +194,19 @@ def _not_started(project_dir: Path, p: PhaseProgress, records: list[RoadmapRecor
     changed = driven_change(records, p.phase_id, contract_sha256(project_dir, p.phase_id))
     if changed is not None:
         p.status, p.reason, p.pause, p.contract_changed = "blocked", changed, None, True
+
+
+def paused_phase(project_dir: Path) -> PhaseProgress | None:
+    """The phase the project's roadmap waits at for a person (``odin roadmap run`` goes on), if any; None
+    without a roadmap, or with one that cannot be read (the roadmap's own commands say why)."""
+    path = Path(project_dir) / ROADMAP_FILE
+    if not path.is_file():
+        return None
+    try:
+        roadmap = load_roadmap(path)
+    except OdinError:
+        return None
+    return next((p for p in progress(project_dir, roadmap).values() if p.status == "paused"), None)
 
 
 def _undecided(recs: list[RoadmapRecord], run_id: str) -> bool:
