@@ -157,6 +157,7 @@ def _cmd_abandon(args):
 def _cmd_status(args):
     from odin_magic.interview.runner import waiting_question
     from odin_magic.render.metric_text import metric_block, metric_status_lines
+    from odin_magic.render.roadmap_view import phase_blocked_hint
     from odin_magic.render.text import next_hint, render_status
 
     from odin_magic.runs.store import RunCorrupt  # caught below: the class itself
@@ -184,7 +185,8 @@ def _cmd_status(args):
                             driven=state.status != "running" or being_driven(run_dir)))
         if block := metric_block(metric_status_lines(run_dir, state, loop)):
             print(f"\n{block}")
-        if hint := next_hint(state):
+        # a roadmap phase's run whose phase is blocked (its contract changed): the phase's word, not the run's
+        if hint := phase_blocked_hint(engine.project_dir, state) or next_hint(state):
             print(f"\n{hint}")
     return 0
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
 from odin_magic.loop.schema import Loop
-from odin_magic.render.text import status_word
+from odin_magic.render.text import continues as continues_with, status_word
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt
 
@@ -29,7 +29,7 @@ def require_status(state: RunState, action: str, driven: bool = False) -> None:
     ready = status_word(state, driven) == "ready"
     where = f"run {state.run_id} is " + ("ready (nothing drives it now)" if ready else state.status)
     asking = "the interview waits for an answer: `answer TEXT` (`question` shows it)"
-    continues = "`odin run` continues it; `odin status` shows where it is"
+    continues = f"`{continues_with(state)}` continues it; `odin status` shows where it is"
     if action == "approve":
         raise RunRefused(f"{where}, not waiting for approval",
                          hint=asking if state.status == "awaiting_answer" else

@@ -49,8 +49,8 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, changed_reason, contract_change, contract_hashes, contract_sha256, driven_reason,
-    note_phase, phase_task, progress, read_records, repair, written_notes,
+    PhaseProgress, append_record, changed_fix, changed_reason, contract_change, contract_hashes, contract_sha256,
+    driven_reason, note_phase, phase_task, progress, read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -409,10 +409,8 @@ class RoadmapDriver:
         note = _note("blocked", reason)
         if current.note != note:
             note_phase(self.project, self.path, phase.id, done=False, note=note)
-        back = ("when the run began and `odin roadmap run` resumes it" if run_id is not None
-                else "before that run and `odin roadmap run` starts the phase")
-        self.tell(f"phase {phase.id} BLOCKED ({f'run {run_id}' if run_id else 'not started'}): {reason}; put back "
-                  f"the text it had {back}, or accept the edit: `odin roadmap run --accept-contract {phase.id}`")
+        self.tell(f"phase {phase.id} BLOCKED ({f'run {run_id}' if run_id else 'not started'}): {reason}; "
+                  f"{changed_fix(phase.id, started=run_id is not None)}")
         return RoadmapOutcome("blocked", phase.id, reason)
 
     def _stopped(self, phase: Phase, p: PhaseProgress) -> RoadmapOutcome:

@@ -257,3 +257,17 @@ def validate_roadmap(project_dir: Path, file: str | None = None) -> tuple[str, b
             lines.append(report.format())
             ok = ok and report.ok
     return "\n".join(lines), ok
+
+
+def phase_blocked_hint(project_dir: Path, state) -> str:
+    """What `odin status` says of a roadmap phase's run (``state``) whose phase is blocked because its contract
+    changed while the run was under way: the run may be done, its phase is not (the driver stopped it); empty
+    for any other run."""
+    from odin_magic.render.text import BLOCKED
+    from odin_magic.runs.roadmap_progress import changed_fix, contract_change, phase_of_task
+
+    phase = phase_of_task(state.task)
+    reason = contract_change(project_dir, phase, state.run_id) if phase is not None else None
+    if reason is None:
+        return ""
+    return f"{BLOCKED} its roadmap phase {phase} is blocked: {reason}. To do: {changed_fix(phase)}."

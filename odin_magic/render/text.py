@@ -149,6 +149,14 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
     return "\n".join(lines)
 
 
+def continues(state: RunState, odin: str = "odin") -> str:
+    """The command that continues the run: ``odin roadmap run`` for a roadmap phase's run (the driver goes on
+    with it and decides the phase, docs/roadmap.md), else ``odin run``."""
+    from odin_magic.runs.roadmap_progress import phase_of_task  # a phase's runs are found by their task
+
+    return f"{odin} roadmap run" if phase_of_task(state.task) else f"{odin} run"
+
+
 def next_hint(state: RunState, odin: str = "odin") -> str:
     """What the user can do next with the run, in the commands of the front end (``odin``: the CLI's, ``%odin``:
     the notebook's); empty for a run that ended."""
@@ -158,10 +166,11 @@ def next_hint(state: RunState, odin: str = "odin") -> str:
         return f"{state.current_stage} asks you a question: {odin} answer \"your answer\"."
     if state.status == "blocked" and state.blocked is not None:
         b = state.blocked
-        return f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} ({odin} run continues it)."
+        return (f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} "
+                f"({continues(state, odin)} continues it).")
     if state.status == "running":
         stop = ", %odin stop ends it after the current step" if odin == "%odin" else ""
-        return f"Running (or stopped mid-run): {odin} run continues it{stop}."
+        return f"Running (or stopped mid-run): {continues(state, odin)} continues it{stop}."
     return ""
 
 
@@ -169,7 +178,7 @@ def status_text(state: RunState, driven: bool = True, mark: bool = True) -> str:
     """``▶ running`` (``mark`` False: ``running``); a running run that no process drives (after a stop, a fork
     or a revert) is ready."""
     if status_word(state, driven) == "ready":
-        words, sign = "ready: nothing drives it now; `odin run` continues it", READY
+        words, sign = f"ready: nothing drives it now; `{continues(state)}` continues it", READY
     else:
         words, sign = state.status, STATUS_MARK.get(state.status, "")
     return f"{sign} {words}" if mark and sign else words

@@ -276,6 +276,14 @@ def driven_reason(phase_id: str, driving: str, run_id: str | None) -> str:
     return f"contract {CONTRACTS_DIR}/{phase_id}.yaml changed while phase {driving}'s run drove (run {run_id})"
 
 
+def changed_fix(phase_id: str, started: bool = True) -> str:
+    """What a person does about a phase blocked by a changed contract (said by the driver and by `odin status`);
+    ``started``: the phase's run began (else another phase's run drove when the contract changed)."""
+    back = ("when the run began and `odin roadmap run` resumes it" if started
+            else "before that run and `odin roadmap run` starts the phase")
+    return f"put back the text it had {back}, or accept the edit: `odin roadmap run --accept-contract {phase_id}`"
+
+
 def _waiting(recs: list[RoadmapRecord], run_id: str | None = None) -> RoadmapRecord | None:
     """The last pause record not followed by its approval (for ``run_id`` when given)."""
     pending: RoadmapRecord | None = None
