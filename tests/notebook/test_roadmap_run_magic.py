@@ -71,3 +71,23 @@ def test_percent_odin_answer_answers_a_phases_contract_interview(ip, tmp_path, c
         assert "scope: app.py" in shown and contract_path(project, "p1").is_file(), shown
     finally:
         magics.project, magics.script = "", None
+
+
+def test_percent_odin_answer_at_a_roadmap_pause_says_what_the_pause_wants(ip, magics, tmp_path):
+    """hitl: the roadmap waits before p1 starts; no run is active and no question waits. `%odin answer` (and
+    `%odin approve`) say the roadmap's pause is what waits, and `%odin roadmap run` goes on, as the terminal does."""
+    from IPython.core.error import UsageError
+
+    (tmp_path / ROADMAP_FILE).write_text(ROADMAP.replace("autonomous", "hitl"), encoding="utf-8")
+    magics.widgets = False
+    try:
+        shown = repr(ip.run_line_magic("odin", "roadmap run"))
+        assert "waits for you before it starts" in shown, shown
+        for line in ("answer yes", "approve"):
+            with pytest.raises(UsageError) as info:
+                ip.run_line_magic("odin", line)
+            said = str(info.value)
+            assert "the roadmap is paused at phase p1 (before it starts)" in said, said
+            assert "`%odin roadmap run` approves the pause and goes on" in said and "%odin run LOOP" not in said, said
+    finally:
+        magics.widgets = None
