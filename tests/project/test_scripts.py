@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from support import REPO
+from support.nbtools import outputs_text
+from support.plain_install import plain_install_venv
 from support.quickstart import the_notebook_is_light_and_says_each_thing_once as is_light
 from support.quickstart import the_quickstart_ran_spec_harness_tdd_to_done_offline as ran_to_done
 
@@ -26,26 +28,48 @@ def _env(**extra) -> dict:
     return env
 
 
+def _quickstart(env: dict, attempt: int) -> tuple[subprocess.CompletedProcess, dict]:
+    """scripts/quickstart.sh run with ``env``, and its run's state.json: its history is checked first, so a gate
+    that fails (a runtime dependency missing from the plain install) says why."""
+    proc = subprocess.run(["bash", str(SCRIPTS / "quickstart.sh")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    [run_dir] = (Path(env["ODIN_QUICKSTART_DIR"]) / ".odin-loop" / "runs").iterdir()  # a fresh copy: only this run's
+    state = json.loads((run_dir / "state.json").read_text())
+    reasons = [e.get("reason") or "" for e in state["history"]]
+    # pytest is a runtime dependency: the built-in loops' gates run `python -m pytest` in the kernel's env
+    assert not any("No module named pytest" in r for r in reasons), (attempt, reasons)
+    assert state["status"] == "done", (attempt, state.get("failure") or reasons)
+    assert proc.returncode == 0, f"run {attempt}:\n{proc.stdout}\n{proc.stderr}"
+    return proc, state | {"id": run_dir.name}
+
+
 @pytest.mark.slow
 def test_quickstart_sh_runs_again_and_again_in_a_fresh_copy(tmp_path):
     """Twice in a row: each run recreates the folder, runs the notebook to done, and says where the results are;
     the notebook it saves shows the interview, the verified run and its report, and is light (support.quickstart:
-    the quickstart's only offline execution in this interpreter's kernel, so it is checked here).
-    (ODIN_PY=this interpreter: setup.sh uses it as it is, so the test needs no pip.)"""
+    the quickstart's only offline executions, so they are checked here).
+    Run 1: ODIN_PY=this interpreter (the dev venv, this tree's code): setup.sh uses it as it is, so no pip.
+    Run 2: ODIN_PY=a plain install (support.plain_install: the wheel, no extras, only the declared dependencies,
+    no PYTHONPATH, not on PATH): the driver imports nbclient from it and the kernel runs its interpreter (the
+    native `python3` kernel spec is sys.executable), so a runtime dependency missing from pyproject fails here."""
     out = tmp_path / "quickstart-run"
-    env = _env(ODIN_PY=sys.executable, ODIN_QUICKSTART_DIR=str(out))
+    plain = plain_install_venv(tmp_path / "plain")
+    assert str(plain) not in os.environ.get("PATH", "")  # only ODIN_PY names it: the driver, and so the kernel
+    envs = [_env(ODIN_PY=sys.executable, ODIN_QUICKSTART_DIR=str(out)),
+            {k: v for k, v in _env(ODIN_PY=str(plain / "bin" / "python"), ODIN_QUICKSTART_DIR=str(out)).items()
+             if k not in ("PYTHONPATH", "PYTHONHOME")}]
     run_ids = []
-    for attempt in (1, 2):
-        proc = subprocess.run(["bash", str(SCRIPTS / "quickstart.sh")], env=env, capture_output=True, text=True,
-                              timeout=900)
-        assert proc.returncode == 0, f"run {attempt}:\n{proc.stdout}\n{proc.stderr}"
+    for attempt, env in enumerate(envs, start=1):
+        proc, state = _quickstart(env, attempt)
         assert "Traceback" not in proc.stderr and "without encryption" not in proc.stderr
         assert (out / "kernel.log").is_file() and "kernel.log" in proc.stdout  # the kernel's messages: kept there
-        [run_dir] = (out / ".odin-loop" / "runs").iterdir()  # a fresh copy: only this run's
-        state = json.loads((run_dir / "state.json").read_text())
-        assert state["status"] == "done" and state["interview"]["rounds"] == 3  # greenfield, as recorded
+        assert state["interview"]["rounds"] == 3  # greenfield, as recorded
+        assert state["total_iterations"] == 1  # only the loopback the script plans
         assert f"Results, in {out}/" in proc.stdout
-        assert f".odin-loop/runs/{run_dir.name}/" in proc.stdout and "src/calc.py" in proc.stdout
+        assert f".odin-loop/runs/{state['id']}/" in proc.stdout and "src/calc.py" in proc.stdout
+        # the driver was ODIN_PY: it names its own odin
+        odin = Path(env["ODIN_PY"]).with_name("odin")
+        assert f"The run's checklist: {odin} status --project {out}" in proc.stdout
         executed = json.loads((out / "quickstart.ipynb").read_text())
         assert all(c.get("outputs") is not None for c in executed["cells"] if c["cell_type"] == "code")
         assert any(o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"])
@@ -54,7 +78,13 @@ def test_quickstart_sh_runs_again_and_again_in_a_fresh_copy(tmp_path):
         assert nb.metadata["kernelspec"]["name"] == "python3"
         ran_to_done(nb, out)
         is_light(nb, out / "quickstart.ipynb")
-        run_ids.append(run_dir.name)
+        # the kernel's odin_magic: the built-in loop it ran is shown with its path, in the plain venv's
+        # site-packages on run 2 (where no source tree is), never there on run 1
+        sources = {Path(line.split("source:", 1)[1].strip()) for t in outputs_text(nb) for line in t.splitlines()
+                   if line.strip().startswith("source:") and line.strip().endswith("spec-harness-tdd.yaml")}
+        assert sources, "the notebook shows no built-in loop's source"
+        assert {p.is_relative_to(plain) and "site-packages" in p.parts for p in sources} == {attempt == 2}, sources
+        run_ids.append(state["id"])
     assert run_ids[0] != run_ids[1]
 
 
