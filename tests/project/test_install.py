@@ -30,7 +30,8 @@ def test_wheel_install_lists_builtin_loops_from_another_directory(tmp_path):
     venv = tmp_path / "venv"
     run_ok([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
     python = venv / "bin" / "python"
-    site = Path(run_ok([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path).strip())
+    site = Path(run_ok([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                       cwd=tmp_path).strip())
     # Dependencies (pydantic, pyyaml, hatchling, ...) come from the dev environment; a plain path
     # line does not run the dev venv's own .pth files, so its editable odin_magic stays invisible.
     (site / "_dev_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -49,7 +50,8 @@ def test_wheel_install_lists_builtin_loops_from_another_directory(tmp_path):
 
     elsewhere = tmp_path / "somewhere-else"
     elsewhere.mkdir()
-    installed = Path(run_ok([str(python), "-c", "import odin_magic; print(odin_magic.__file__)"], cwd=elsewhere, env=env).strip())
+    installed = Path(run_ok([str(python), "-c", "import odin_magic; print(odin_magic.__file__)"],
+                            cwd=elsewhere, env=env).strip())
     assert installed.is_relative_to(venv), f"odin_magic came from {installed}, not from the installed wheel"
 
     out = run_ok([str(venv / "bin" / "odin"), "list", "--json"], cwd=elsewhere, env=env)

@@ -41,9 +41,9 @@ def requirements_closure(requirements: list[str]) -> list[importlib.metadata.Dis
 
 
 def plain_install_venv(tmp_path: Path) -> Path:
-    """``tmp_path``/venv (made with ``tmp_path``): a venv with ``pip install <wheel>`` (no extras, no index) whose dependencies are exactly those
-    pyproject declares: their installed files, borrowed from the dev venv by symlink, and nothing else
-    (so a runtime dependency missing from pyproject is missing here too)."""
+    """``tmp_path``/venv (``tmp_path`` is made if need be): a venv with ``pip install <wheel>`` (no extras, no
+    index) whose dependencies are exactly those pyproject declares: their installed files, borrowed from the dev
+    venv by symlink, and nothing else (so a runtime dependency missing from pyproject is missing here too)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     borrowed = tmp_path / "borrowed"
