@@ -130,13 +130,14 @@ def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ..
         return True
     rule = scope.rule_for(gate.stage, engine.project_dir, run_dir)
     guarded = frozen.guarded(engine.project_dir, gate.session, gate.stage)
-    bad = scope.violations(rule, found.stage, guarded)
+    runner = scope.runner_changes(found.stage, engine.checkpoints, ckpt)
+    bad = scope.violations(rule, found.stage, guarded, runner)
     if not bad:
         return True
     parts.reverted = [c.path for c in bad if c.path not in restored]
     if parts.reverted:
         engine.checkpoints.restore(ckpt.before, paths=parts.reverted)
-    return parts.fail(scope.violation_reason(rule, bad, guarded))
+    return parts.fail(scope.violation_reason(rule, bad, guarded, runner))
 
 
 def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.artifacts import in_run_dir
 from odin_magic.loop.diagnostics import Diagnostic, DocumentReport
-from odin_magic.loop.globs import matches
+from odin_magic.loop.globs import configures_runner, matches, named
 from odin_magic.loop.manifest import Criterion
 from odin_magic.loop.schema import GateCommand, Loop, Measure, NonBlank, is_plain_name
 from odin_magic.loop.validation import _Checker, _kind
@@ -184,20 +184,27 @@ def _against_catalog(checker: _Checker, contract: Contract, project_dir: Path, d
                       exc.hint or "name a loop `odin list` shows")
         return
     for stage_id, entry in scope_conflicts(contract, loop):
+        runner = configures_runner(entry.rstrip("/"))
         checker.error(("scope",), f"the scope contradicts stage {stage_id!r} of loop {loop.name!r}: it produces "
-                      f"{entry!r}, which no scope glob covers",
-                      f"add a glob covering {entry!r} to `scope:`, or pick another `loop:`")
+                      f"{entry!r}, " + ("which configures the test runner: a scope allows it only by naming it"
+                                        if runner else "which no scope glob covers"),
+                      (f"add {entry!r} to `scope:`" if runner else f"add a glob covering {entry!r} to `scope:`")
+                      + ", or pick another `loop:`")
 
 
 def scope_conflicts(contract: Contract, loop: Loop) -> list[tuple[str, str]]:
-    """(stage id, produces entry) for each project-tree artifact of ``loop`` outside the contract's scope."""
+    """(stage id, produces entry) for each project-tree artifact of ``loop`` outside the contract's scope (a file
+    that configures the test runner is in it only when the scope names it: :func:`configures_runner`)."""
     out = []
+    named_paths = {named(g) for g in contract.scope}
     for stage in loop.stages:
         for entry in stage.produces:
             if in_run_dir(entry):
                 continue
             probe = entry.rstrip("/") + "/__any__" if entry.rstrip().endswith("/") else entry
             if not matches(contract.scope, probe) and not matches(contract.scope, entry.rstrip("/")):
+                out.append((stage.id, entry))
+            elif configures_runner(entry.rstrip("/")) and entry.strip() not in named_paths:
                 out.append((stage.id, entry))
     return out
 

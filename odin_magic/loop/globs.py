@@ -1,13 +1,16 @@
 """Globs over project-relative paths (``/`` separators): ``*`` and ``?`` match within one path
 segment, ``**`` any number of segments, and a pattern ending in ``/`` matches everything
 under that directory. Stage ``scope:`` and loop ``risk:`` lists are such globs; the engine
-enforces them (:mod:`odin_magic.engine.scope`), the validator reasons about them.
+enforces them (:mod:`odin_magic.engine.scope`), the validator reasons about them. A file that configures
+the test runner (:func:`configures_runner`) is in a scope only when an entry names it without a wildcard
+(:func:`named`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from pathlib import PurePosixPath
 
 from odin_magic.loop.roles import policy_for
 from odin_magic.loop.schema import Loop, Stage
@@ -42,6 +45,28 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 def matches(patterns: list[str] | tuple[str, ...], path: str) -> bool:
     return any(glob_regex(p).match(path) for p in patterns)
+
+
+#: files that configure how the tests run, by name at any depth: pytest's conftest and configuration files
+#: (it looks for them in the folder of its arguments and every folder above), and what Python's ``site``
+#: reads at start (``*.pth`` too); a ``pyproject.toml`` counts when its ``[tool.pytest]`` tables change
+RUNNER_FILES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+                          "setup.cfg", "sitecustomize.py", "usercustomize.py", "pyvenv.cfg"})
+PYPROJECT = "pyproject.toml"
+
+
+def configures_runner(path: str) -> bool:
+    """Whether ``path``, whatever it holds, configures the test runner (a ``pyproject.toml`` depends on what
+    changed in it: :func:`odin_magic.engine.scope.runner_changes`)."""
+    name = PurePosixPath(path).name
+    return name in RUNNER_FILES or name.endswith(".pth")
+
+
+def named(pattern: str) -> str | None:
+    """The one path a scope entry names without a wildcard (``tests/conftest.py``); None for a glob."""
+    pattern = pattern.strip()
+    pattern = pattern[2:] if pattern.startswith("./") else pattern
+    return None if any(ch in pattern for ch in "*?") or pattern.endswith("/") else pattern
 
 
 def literal_prefix(pattern: str) -> str:

@@ -341,7 +341,9 @@ class Stage(_Strict):
     scope: list[Annotated[str, Field(min_length=1)]] | None = Field(
         default=None,
         description="Globs of project paths this stage may change besides its produces (for a stage that may "
-        "write anywhere, this narrows 'anywhere'); other changes are reverted and fail the gate.",
+        "write anywhere, this narrows 'anywhere'); other changes are reverted and fail the gate. A file that "
+        "configures the test runner (conftest.py, pytest.ini, setup.cfg, ...) is allowed only by naming its path, "
+        "never through a glob (docs/scope.md).",
     )
     gate: Gate = Field(description="How the stage's work is judged before the run advances.")
     network: bool | None = Field(

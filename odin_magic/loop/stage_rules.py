@@ -154,7 +154,7 @@ class StageRules(LocatedDiagnostics):
 
     def _produces_in_scope(self, base: tuple, stage: dict) -> None:
         """``scope`` narrows what a stage may change: its project-tree ``produces`` must lie inside it."""
-        from odin_magic.loop.globs import matches, may_overlap
+        from odin_magic.loop.globs import configures_runner, matches, may_overlap, named
 
         globs, produces = stage.get("scope"), stage.get("produces")
         if not isinstance(globs, list) or not isinstance(produces, list):
@@ -170,6 +170,9 @@ class StageRules(LocatedDiagnostics):
             if not inside:
                 self.error(base + ("produces", j), f"{entry!r} is outside the stage's scope {globs}",
                            "add a glob for it to `scope:` (e.g. '" + (entry + "**" if entry.endswith("/") else entry) + "')")
+            elif configures_runner(entry) and entry.strip() not in {named(g) for g in globs}:
+                self.error(base + ("produces", j), f"{entry!r} configures the test runner: a scope allows it only "
+                           f"by naming it, not through a glob of {globs}", f"add '{entry.strip()}' to `scope:`")
 
 
 def _role_of(agent: Any) -> str | None:
