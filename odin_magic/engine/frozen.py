@@ -14,8 +14,9 @@ the producing stage unfreezes its artifacts (the gate record's ``unfrozen``), an
 revert`` to before the gate that froze them (see :func:`odin_magic.runs.fold.freezes`).
 
 The test runner's configuration that governs frozen files is theirs too (:func:`guarded`): a
-``conftest.py`` in the folder of a frozen file or any folder above it in the project, and the project's
-``pytest.ini``. A stage that does not produce one may not add, change or remove it (the scope check
+``conftest.py`` or a pytest configuration file (:data:`RUNNER_CONFIG`; a ``pyproject.toml`` when its
+``[tool.pytest]`` tables change) in the folder of a frozen file or any folder above it in the project, and
+at the project's root. A stage that does not produce one may not add, change or remove it (the scope check
 reverts it and fails the gate): a ``conftest.py`` that turns every test into a pass would otherwise
 judge the stage in the frozen tests' place.
 """
@@ -39,8 +40,9 @@ SHOWN = 20  # tampered paths named in a gate's reason
 ENGINE_FILES = (REPORT_MD, REPORT_NB, "thread.json", *sorted(NOT_COPIED))
 
 
-#: the test runner's configuration at the project's root (pytest reads the first it finds)
-RUNNER_CONFIG = ("pytest.ini", ".pytest.ini")
+#: pytest's configuration files, in the order it looks for them in a folder (its arguments' folder, then each
+#: folder above); a ``pyproject.toml`` counts only when its ``[tool.pytest]`` tables change (see scope.runner_changes)
+RUNNER_CONFIG = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
 def roots(engine, s) -> freezes.Roots:
@@ -55,8 +57,8 @@ def produced_by(stage: Stage):
 
 def guarded(project_dir: Path, s, stage: Stage) -> frozenset[str]:
     """The project-relative paths of the test runner's configuration that governs the run's frozen files
-    (a ``conftest.py`` in each one's folder and every folder above it in the project, the root's pytest
-    configuration), but those ``stage`` produces itself; empty while nothing is frozen."""
+    (a ``conftest.py`` and pytest's configuration files in each one's folder and every folder above it in the
+    project, and at the root), but those ``stage`` produces itself; empty while nothing is frozen."""
     frozen = s.state.frozen
     if not frozen:
         return frozenset()
@@ -66,7 +68,7 @@ def guarded(project_dir: Path, s, stage: Stage) -> frozenset[str]:
             rel = PurePosixPath(where.path(key).relative_to(where.project_dir).as_posix())
         except ValueError:
             continue
-        found.update((parent / "conftest.py").as_posix() for parent in rel.parents)
+        found.update((parent / name).as_posix() for parent in rel.parents for name in ("conftest.py", *RUNNER_CONFIG))
     mine = produced_by(stage)
     return frozenset(p for p in found if not mine(p))
 

@@ -129,8 +129,9 @@ def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ..
     if not found.stage:
         return True
     rule = scope.rule_for(gate.stage, engine.project_dir, run_dir)
-    guarded = frozen.guarded(engine.project_dir, gate.session, gate.stage)
     runner = scope.runner_changes(found.stage, engine.checkpoints, ckpt)
+    guarded = frozenset(p for p in frozen.guarded(engine.project_dir, gate.session, gate.stage)
+                        if p in runner or not p.endswith(scope.PYPROJECT))  # a pyproject.toml: its pytest tables
     bad = scope.violations(rule, found.stage, guarded, runner)
     if not bad:
         return True

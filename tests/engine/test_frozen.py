@@ -271,12 +271,13 @@ def test_a_frozen_file_whose_name_is_not_utf8_is_frozen_and_put_back(project, wr
 CHEAT = "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    item.runtest = lambda: None\n"
 
 
-@pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py", "pytest.ini"])
+@pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py", "pytest.ini", "pytest.toml", "tox.ini",
+                                   "tests/setup.cfg"])
 def test_a_later_stage_may_not_add_the_runners_configuration_of_frozen_tests(project, write_loop, where):
-    """A conftest.py beside (or above) frozen tests, or a pytest.ini, would judge the stage in their place:
-    reverted, and the gate fails, as a change outside the stage's scope."""
+    """A conftest.py beside (or above) frozen tests, or a pytest configuration file there or at the root, would
+    judge the stage in their place: reverted, and the gate fails, as a change outside the stage's scope."""
     write_loop(loop("[tests/test_x.py]"))
-    content = "[pytest]\naddopts = -p no:python\n" if where == "pytest.ini" else CHEAT
+    content = CHEAT if where.endswith("conftest.py") else "[pytest]\naddopts = -p no:python\n"
     engine, _ = scripted_engine(project, script("tests/test_x.py", f"printf %b {json.dumps(content)} > {where}"))
     state = engine.start("frozen", "t")
     assert not (project / where).exists()  # reverted
@@ -293,3 +294,20 @@ def test_the_stage_that_produces_the_tests_may_write_their_conftest(project, wri
     state = engine.start("frozen", "t")
     assert (project / "tests" / "conftest.py").read_text() == CHEAT
     assert [(e.stage, e.result) for e in state.history] == [("harness", "pass"), ("implement", "pass")]
+
+
+PYPROJECT = '[project]\nname = "app"\nversion = "0.1"\n'
+
+
+@pytest.mark.parametrize("edit, guarded", [
+    ('[project]\nname = "app"\nversion = "0.2"\n', False),
+    (PYPROJECT + '[tool.pytest.ini_options]\naddopts = "-p no:python"\n', True),
+], ids=["metadata", "pytest-table"])
+def test_a_later_stage_may_change_pyproject_but_not_its_pytest_tables(project, write_loop, edit, guarded):
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    write_loop(loop("[tests/test_x.py]"))
+    engine, _ = scripted_engine(project, script("tests/test_x.py", f"printf %b {json.dumps(edit)} > pyproject.toml"))
+    state = engine.start("frozen", "t")
+    assert (project / "pyproject.toml").read_text() == (PYPROJECT if guarded else edit)
+    assert ("frozen tests" in (state.history[1].reason or "")) is guarded
+    assert state.status == "done"
