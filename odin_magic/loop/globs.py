@@ -57,8 +57,9 @@ PYPROJECT = "pyproject.toml"
 
 def configures_runner(path: str) -> bool:
     """Whether ``path``, whatever it holds, configures the test runner (a ``pyproject.toml`` depends on what
-    changed in it: :func:`odin_magic.engine.scope.runner_changes`)."""
-    name = PurePosixPath(path).name
+    changed in it: :func:`odin_magic.engine.scope.runner_changes`). Any case: on a case-insensitive file system
+    pytest finds ``Conftest.py`` as ``conftest.py``."""
+    name = PurePosixPath(path).name.lower()
     return name in RUNNER_FILES or name.endswith(".pth")
 
 

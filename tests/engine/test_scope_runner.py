@@ -141,7 +141,7 @@ def test_pyproject_counts_only_when_its_pytest_tables_change(project, write_loop
 
 def test_what_configures_the_runner_and_what_names_a_path():
     for path in ["conftest.py", "a/b/conftest.py", ".pytest.ini", "pytest.toml", "tox.ini", "x/usercustomize.py",
-                 "lib/site.pth", "pyvenv.cfg"]:
+                 "lib/site.pth", "pyvenv.cfg", "tests/Conftest.PY"]:
         assert configures_runner(path), path
     for path in ["src/conftest_helpers.py", "pyproject.toml", "tests/test_conftest.py", "setup.py"]:
         assert not configures_runner(path), path
