@@ -14,8 +14,7 @@ import argparse
 
 from typing import TYPE_CHECKING
 
-from odin_magic.core.errors import RunRefused
-from odin_magic.cli.common import add_command, add_project
+from odin_magic.cli.common import add_command
 from odin_magic.commands import runs as run_args
 from odin_magic.cli.runs import engine_for, exit_code, print_event
 
@@ -72,15 +71,12 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 
 def _cmd_question(args: argparse.Namespace) -> int:
-    engine = engine_for(args, listener=None)
-    state = engine.active()
-    if state is not None and _show_question(engine, state):
-        return 0
-    interview = _contract_interview(engine)
-    if interview is None:
-        raise RunRefused("no interview question is waiting", hint="`odin status` shows where the run is")
-    print(f"phase {interview.phase_id}'s contract interview:")
-    _show_contract_question(interview.question())
+    from odin_magic.engine.roadmap_interview import question_waiting
+
+    waiting = question_waiting(engine_for(args, listener=None), tell=print)
+    print()
+    print(waiting.text)
+    print('→ odin answer "..."')
     return 0
 
 
@@ -89,5 +85,4 @@ def register(sub) -> None:
     add_command(p, run_args.ANSWER, handler=_cmd_answer, drives_a_run=True)
 
     p = sub.add_parser("question", help="show the deep interview's waiting question")
-    add_project(p)
-    p.set_defaults(handler=_cmd_question)
+    add_command(p, run_args.QUESTION, handler=_cmd_question)

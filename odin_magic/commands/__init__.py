@@ -14,7 +14,7 @@ from odin_magic.commands import authoring, delivery, doctor, history, loops, roa
 #: Every command both ``odin`` and ``%odin`` offer, and its arguments.
 SHARED = {
     "run": runs.RUN, "step": runs.STEP, "approve": runs.APPROVE, "revise": runs.REVISE, "answer": runs.ANSWER,
-    "abandon": runs.ABANDON, "status": runs.STATUS, "runs": runs.RUNS, "report": runs.REPORT,
+    "question": runs.QUESTION, "abandon": runs.ABANDON, "status": runs.STATUS, "runs": runs.RUNS, "report": runs.REPORT,
     "list": loops.LIST, "validate": loops.VALIDATE, "show": loops.SHOW, "simulate": loops.SIMULATE,
     "new": authoring.NEW, "refine": authoring.REFINE, "memory": authoring.MEMORY,
     "diff": history.DIFF, "revert": history.REVERT, "fork": history.FORK,

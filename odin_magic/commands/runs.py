@@ -1,4 +1,4 @@
-"""The arguments of the run commands (run, step, approve, revise, answer, abandon, status, runs, report),
+"""The arguments of the run commands (run, step, approve, revise, answer, question, abandon, status, runs, report),
 one definition for ``odin`` and ``%odin``."""
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ ANSWER = (
         help="your answer; or: you decide | skip | a number (an offered option) | confirm | merge A, B ..."),
     *WAITING,
 )
+
+QUESTION = ()
 
 ABANDON = ()
 

@@ -17,13 +17,14 @@ make_interview_model`: Claude, or offline the script's ``interview:`` section); 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
 from odin_magic.core.atomic import write_atomic
-from odin_magic.core.errors import OdinError
+from odin_magic.core.errors import OdinError, RunRefused
 from odin_magic.engine.roadmap_contract import phase_entry
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.session import SPEC_FILE, InterviewPlace, InterviewSession, load_state, state_path
@@ -165,6 +166,34 @@ def waiting_interview(project_dir: Path, settings=None, tell: Callable[[str], No
         if interview.exists and interview.state_file.is_file() and not interview.done:
             found.append((interview.state_file.stat().st_mtime, interview))
     return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+@dataclass(frozen=True)
+class WaitingQuestion:
+    """The question `odin question` and `%odin question` show: the active run's interview's, or else a roadmap
+    phase's contract interview's (``interview`` and ``question`` then say which and what)."""
+
+    text: str  # as both front ends show it, without the hint to answer it
+    interview: ContractInterview | None = None
+    question: PendingQuestion | None = None
+
+
+def question_waiting(engine, settings=None, tell: Callable[[str], None] | None = None) -> WaitingQuestion:
+    """The interview question that waits in ``engine``'s project: the active run's, else a roadmap phase's
+    contract interview's (:func:`interview_to_answer`); :class:`RunRefused` when none waits."""
+    from odin_magic.interview.awaiting import render_question
+    from odin_magic.interview.runner import waiting_question
+
+    state = engine.active()
+    text = waiting_question(engine.run_dir(state.run_id), state) if state is not None else None
+    if text is not None:
+        return WaitingQuestion(text)
+    interview = interview_to_answer(engine.project_dir, state, settings, tell)
+    question = interview.question() if interview is not None else None
+    if question is None:
+        raise RunRefused("no interview question is waiting", hint="`odin status` shows where the run is")
+    return WaitingQuestion(f"phase {interview.phase_id}'s contract interview:\n\n{render_question(question)}",
+                           interview, question)
 
 
 def _model(settings, project_dir: Path, phase_id: str):

@@ -31,6 +31,7 @@ DESCRIPTIONS = {
     "approve": "Approve the paused stage; the run continues in the background.",
     "revise": "Re-run the paused stage with your feedback, then gate it again.",
     "answer": "Answer the interview's waiting question.",
+    "question": "Show the interview's waiting question (a run's, or a roadmap phase's contract interview's).",
     "abandon": "Abandon the active run (it stays on disk).",
 }
 LATER_DESCRIPTIONS = {

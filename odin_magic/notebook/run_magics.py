@@ -16,11 +16,11 @@ from odin_magic.core.errors import OdinError
 from odin_magic.loop.defaults import DEFAULT_LOOP  # the notebook's default loop (seed 000)
 from odin_magic.notebook.actions import NotebookRunner
 from odin_magic.notebook.parser import usage_error
-from odin_magic.render.displays import MessageDisplay, StatusDisplay
+from odin_magic.render.displays import MessageDisplay, StatusDisplay, TextBlockDisplay
 
 
 class RunMagics:
-    """``%odin run | approve | revise | step | answer | wait | stop | abandon``."""
+    """``%odin run | approve | revise | step | answer | question | wait | stop | abandon``."""
 
     def _cmd_run(self, args, force_start: bool = False):
         runner = self.runner()
@@ -89,6 +89,14 @@ class RunMagics:
             return self._answer_contract(interview, " ".join(args.text))
         runner.answer(" ".join(args.text), ready=self._live_for(runner, runner.active()))
         return self._after_submit(runner, args, "odin: answer sent")
+
+    def _cmd_question(self, args):
+        """The waiting question as `odin question` shows it: the active run's interview's, or else a roadmap
+        phase's contract interview's."""
+        from odin_magic.engine.roadmap_interview import question_waiting
+
+        waiting = question_waiting(self.runner().engine, self.settings(), tell=print)
+        return TextBlockDisplay(f"{waiting.text}\n→ %odin answer ...")
 
     def _answer_contract(self, interview, text: str):
         """The answer goes to the interview a roadmap phase's contract asks first; `%odin roadmap run` goes

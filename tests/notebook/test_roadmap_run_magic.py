@@ -91,3 +91,45 @@ def test_percent_odin_answer_at_a_roadmap_pause_says_what_the_pause_wants(ip, ma
             assert "`%odin roadmap run` approves the pause and goes on" in said and "%odin run LOOP" not in said, said
     finally:
         magics.widgets = None
+
+
+def _interview_project(ip, tmp_path):
+    """A phase whose contract the model cannot settle, `%odin config` set to the roadmap's script."""
+    from support.contract_interview import make_project, roadmap_script
+
+    project = tmp_path / "p"
+    project.mkdir()
+    make_project(project)
+    script = tmp_path / "roadmap.script.yaml"
+    script.write_text(yaml.safe_dump(roadmap_script()), encoding="utf-8")
+    ip.run_line_magic("odin", f"config project={project} script={script}")
+    return project
+
+
+def test_percent_odin_question_shows_a_phases_contract_interview_question(ip, tmp_path, capsys):
+    """At the contract interview's pause, `%odin question` shows its waiting question as `odin question` does
+    (not "no question waiting"); once the interview is finished, it says none waits."""
+    from IPython.core.error import UsageError
+    from support.contract_interview import ANSWERS
+
+    project = _interview_project(ip, tmp_path)
+    magics = ip.magics_manager.registry["OdinMagics"]
+    magics.widgets = False
+    try:
+        ip.run_line_magic("odin", "roadmap run")
+        shown = repr(ip.run_line_magic("odin", "question"))
+        assert "phase p1's contract interview" in shown and "C1 Greeting" in shown, shown
+        assert "→ %odin answer" in shown, shown
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["question", "--project", str(project)]) == 0
+        assert shown.strip().replace("%odin", "odin").replace("odin answer ...", 'odin answer "..."') \
+            == out.getvalue().strip()
+        ip.run_line_magic("odin", "answer confirm")
+        assert "Which word does greet return?" in repr(ip.run_line_magic("odin", "question"))
+        for answer in ANSWERS[1:]:
+            ip.run_line_magic("odin", f"answer {answer}")
+        with pytest.raises(UsageError, match="no interview question is waiting"):
+            ip.run_line_magic("odin", "question")
+    finally:
+        magics.project, magics.script, magics.widgets = "", None, None
