@@ -3,7 +3,8 @@
 The drive runs in the foreground of the cell (the runner's live view shows each run's events); the
 cell's display is what `odin roadmap run` prints besides those events. Refused while a run drives in
 the background. With widgets, a pause before a phase also shows the phase's contract with Start / Skip /
-Edit contract (:mod:`.roadmap_panel`) below that text."""
+Edit contract (:mod:`.roadmap_panel`) below that text, and a pause at a phase's contract interview its question
+panel (:mod:`.contract_panel`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,19 @@ def cmd_roadmap_run(magics, args):
     from odin_magic.commands.roadmap_run import run_options
 
     outcome, shown = drive_roadmap(magics, run_options(args))
-    if outcome.ending != "paused" or outcome.contract is None or not magics.use_widgets():
+    if outcome.ending != "paused" or not magics.use_widgets():
         return shown
     from IPython.display import display
+
+    if outcome.asks:  # at the phase's contract interview: its question panel, answering as %odin answer does
+        from odin_magic.engine.roadmap_interview import ContractInterview
+        from odin_magic.notebook.contract_panel import show_contract_question
+
+        display(shown)
+        show_contract_question(ContractInterview(magics.project_dir, outcome.phase, magics.settings()))
+        return None
+    if outcome.contract is None:
+        return shown
 
     from odin_magic.notebook.roadmap_panel import PhasePanel
 

@@ -96,18 +96,21 @@ class RunMagics:
         from odin_magic.engine.roadmap_interview import question_waiting
 
         waiting = question_waiting(self.runner().engine, self.settings(), tell=print)
-        return TextBlockDisplay(f"{waiting.text}\n→ %odin answer ...")
+        shown = TextBlockDisplay(f"{waiting.text}\n→ %odin answer ...")
+        if waiting.interview is None or not self.use_widgets():
+            return shown
+        from odin_magic.notebook.contract_panel import show_contract_question
+
+        display(shown)
+        show_contract_question(waiting.interview, waiting.question)  # its buttons answer as %odin answer does
+        return None
 
     def _answer_contract(self, interview, text: str):
         """The answer goes to the interview a roadmap phase's contract asks first; `%odin roadmap run` goes
         on once it is finished."""
-        from odin_magic.interview.awaiting import render_question
+        from odin_magic.notebook.contract_panel import answer_contract
 
-        question = interview.answer(text)
-        if question is None:
-            print(interview.converged_line().replace("`odin roadmap run`", "`%odin roadmap run`"))
-        else:
-            print(render_question(question) + "\n→ %odin answer ...")
+        print(answer_contract(interview, text)[1])
 
     def _after_submit(self, runner: NotebookRunner, args, message: str):
         if getattr(args, "wait", False):

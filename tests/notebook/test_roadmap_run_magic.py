@@ -133,3 +133,74 @@ def test_percent_odin_question_shows_a_phases_contract_interview_question(ip, tm
             ip.run_line_magic("odin", "question")
     finally:
         magics.project, magics.script, magics.widgets = "", None, None
+
+
+def _shown_panels(cap) -> list:
+    """The contract-interview panels a cell displayed (their widgets, found by the model id displayed)."""
+    import warnings
+
+    import ipywidgets as w
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Widget.widgets: the live widgets by model id
+        live = w.Widget.widgets
+    ids = [o.data["application/vnd.jupyter.widget-view+json"]["model_id"] for o in cap.outputs
+           if "application/vnd.jupyter.widget-view+json" in o.data]
+    return [live[i] for i in ids if "odin-contract-question" in live[i]._dom_classes]
+
+
+def _widget(widget, kind, description: str | None = None):
+    """The first ``kind`` of widget (labelled ``description``) in the widget tree, as a person sees it."""
+    todo = [widget]
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, kind) and description in (None, node.description):
+            return node
+        todo.extend(getattr(node, "children", ()))
+    raise AssertionError(f"no {kind.__name__} {description or ''}")
+
+
+def _button(widget, description: str):
+    import ipywidgets as w
+
+    return _widget(widget, w.Button, description)
+
+
+def test_with_widgets_the_contract_interview_shows_its_question_panel_and_its_buttons_answer(ip, tmp_path):
+    """`%odin roadmap run` stopping at the contract interview, and `%odin question` there, show the interview's
+    QuestionPanel; its buttons answer the contract interview as `%odin answer` does, the next question replacing
+    the last, until the interview is finished and `%odin roadmap run` writes the contract."""
+    import ipywidgets as w
+    from IPython.utils.capture import capture_output
+
+    from odin_magic.engine.roadmap_interview import waiting_interview
+    from odin_magic.loop.contract import contract_path
+    from support.contract_interview import ANSWERS
+
+    project = _interview_project(ip, tmp_path)
+    magics = ip.magics_manager.registry["OdinMagics"]
+    magics.widgets = True
+    try:
+        with capture_output() as cap:
+            ip.run_line_magic("odin", "roadmap run")
+        assert "the deep interview asks you first" in cap.outputs[0].data["text/plain"]
+        [panel] = _shown_panels(cap)
+        _button(panel, "Confirm topology").click()  # `%odin answer confirm`
+        state = waiting_interview(project).state()
+        assert state.pending.text == "Which word does greet return?" and state.topology_confirmed_at
+        with capture_output() as cap:  # `%odin question` there: the same panel, at the waiting question
+            ip.run_line_magic("odin", "question")
+        assert "Which word does greet return?" in cap.outputs[0].data["text/plain"]
+        [panel] = _shown_panels(cap)
+        for answer in ANSWERS[1:]:
+            _widget(panel, w.Textarea).value = answer
+            _button(panel, "Send answer").click()
+        assert waiting_interview(project) is None
+        said = panel.children[0].value
+        assert "its contract interview is finished" in said and "`%odin roadmap run`" in said, said
+        assert [r.answer for r in state.__class__.model_validate_json(
+            (project / ".odin-loop/contracts/p1.interview/interview-p1.json").read_text()).rounds] == ANSWERS[1:]
+        ip.run_line_magic("odin", "roadmap run")
+        assert contract_path(project, "p1").is_file()
+    finally:
+        magics.project, magics.script, magics.widgets = "", None, None
