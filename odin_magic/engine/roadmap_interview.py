@@ -12,7 +12,9 @@ answers and the spec) and writes it as before.
 
 The interview's model is the one a loop's interview stage gets (:func:`~odin_magic.interview.claude.
 make_interview_model`: Claude, or offline the script's ``interview:`` section); in a roadmap's script,
-``interview: {phases: {<phase-id>: {...}}}`` gives each phase its own scripted interview.
+``interview: {phases: {<phase-id>: {...}}}`` gives each phase its own scripted interview. What its calls cost is
+added up in ``usage.json`` beside its state (:mod:`odin_magic.runs.contract_usage`), which the roadmap's views
+show on the phase's line and in their totals.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from odin_magic.interview.session import SPEC_FILE, InterviewPlace, InterviewSes
 from odin_magic.loop.contract import CONTRACTS_DIR
 from odin_magic.loop.roadmap import Phase, Roadmap
 from odin_magic.loop.schema import Stage
+from odin_magic.runs.contract_usage import INTERVIEW_SUFFIX, add_interview_usage, interview_dir, interview_usage
+from odin_magic.runs.state import Usage
 
-INTERVIEW_SUFFIX = ".interview"
 SEED_FILE = "seed.json"
 #: The interview a contract asks: no scheduled challenges, at most 10 rounds (a phase is smaller than a project).
 INTERVIEW = {"mode": "deep", "challenges": [], "hard_cap": 10}
@@ -47,10 +50,6 @@ class Seed(BaseModel):
     title: str
     entry: str
     questions: list[str]
-
-
-def interview_dir(project_dir: Path, phase_id: str) -> Path:
-    return Path(project_dir) / CONTRACTS_DIR / f"{phase_id}{INTERVIEW_SUFFIX}"
 
 
 class ContractInterview:
@@ -94,7 +93,7 @@ class ContractInterview:
         seed = Seed(phase=phase.id, title=phase.title, entry=phase_entry(roadmap, phase), questions=list(questions))
         self.dir.mkdir(parents=True, exist_ok=True)
         write_atomic(self.dir / SEED_FILE, seed.model_dump_json(indent=2) + "\n", within=self.project / ".odin-loop")
-        return self._session().start()
+        return self._ask(lambda session: session.start())
 
     def question(self) -> PendingQuestion | None:
         """The waiting question, read from the file (no model asked); None once the interview converged.
@@ -104,11 +103,30 @@ class ContractInterview:
             return None
         if state is not None and state.pending is not None:
             return state.pending
-        return self._session().start()
+        return self._ask(lambda session: session.start())
 
     def answer(self, text: str) -> PendingQuestion | None:
         """A person's reply to the waiting question: the next question, or None when the interview converged."""
-        return self._session().answer(text)
+        return self._ask(lambda session: session.answer(text))
+
+    def usage(self) -> Usage | None:
+        """What the interview's model calls cost so far (``usage.json``); None before its first call."""
+        return interview_usage(self.project, self.phase_id)
+
+    def _ask(self, act: Callable[[InterviewSession], PendingQuestion | None]) -> PendingQuestion | None:
+        """``act`` on the interview's session; the usage of the model calls it made is added to the interview's,
+        also when it fails (a reply that did not fit was paid for: the error carries its usage)."""
+        session = self._session()
+        failed = None
+        try:
+            return act(session)
+        except Exception as exc:
+            failed = getattr(exc, "usage", None)
+            raise
+        finally:
+            usage = session.take_usage() + (failed if isinstance(failed, Usage) else Usage())
+            if usage.total_tokens or usage.cost_usd:
+                add_interview_usage(self.project, self.phase_id, usage)
 
     def context(self) -> str:
         """What the interview settled, for the second proposal: the open questions, every answer, the spec."""

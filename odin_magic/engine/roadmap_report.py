@@ -22,10 +22,19 @@ def report_text(roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,
     for phase in roadmap.phases():
         p = states[phase.id]
         out.append(f"| {phase.id} {phase.title} | {p.status.replace('_', ' ')}"
-                   + (f" ({p.pause})" if p.pause else "") + f" | {p.iterations} | ${p.cost_usd:.2f} | {p.last_run or '-'} |")
+                   + (f" ({p.pause})" if p.pause else "") + f" | {p.iterations} | {_cost(p)} | {p.last_run or '-'} |")
     if lines:
         out += ["", "## This command", ""] + [f"    {line}" for text in lines for line in text.splitlines()]
     return "\n".join(out) + "\n"
+
+
+def _cost(p: PhaseProgress) -> str:
+    """The phase's runs' cost, and its contract interview's (its model's calls) when it had one."""
+    from odin_magic.render.text import cost_text
+
+    usage = p.interview_usage
+    interview = f"; contract interview: {usage.total_tokens} tokens, {cost_text(usage)}" if usage else ""
+    return f"${p.cost_usd:.2f}{interview}"
 
 
 def write_report(project_dir: Path, roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,

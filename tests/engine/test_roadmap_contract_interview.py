@@ -105,3 +105,40 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
     assert "settle these" not in out  # the script's second proposal, in this new command: nothing left open
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "roadmap complete" in out
+
+
+def test_the_contract_interviews_model_cost_is_in_the_roadmap_and_its_report(project, tmp_path, monkeypatch, capsys):
+    """The interview's model calls (here Claude's requests answered by the offline scripted Messages API,
+    through the real SDK) cost tokens: kept in the interview's usage.json, shown on the phase's line of `odin
+    roadmap` and in its totals, and in the roadmap report, priced as Claude would charge them and said spent
+    by no one."""
+    from odin_magic.engine.roadmap_interview import ContractInterview
+    from odin_magic.engine.roadmap_report import REPORT_FILE
+    from odin_magic.render.text import cost_text
+
+    make_project(project)
+    script = roadmap_script()
+    del script["interview"]  # no scripted interview: the interview model is Claude's, over the scripted API
+    script["answers"].update({
+        "interview-propose": {"p1": [{"goal": "Greet people", "components": [{"name": "Greeting"}]}]},
+        "interview-explore": {"p1": [{"findings": [{"text": "greet lives in app.py", "citation": "app.py:1"}]}]},
+        "interview-question": {"p1": [{"question": "Which word does greet return?"}]}})
+    _env(tmp_path, monkeypatch, script)
+    code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 0 and "I split the work into: C1 Greeting" in out, out
+    usage = ContractInterview(project, "p1").usage()
+    assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.offline_usd == usage.cost_usd > 0  # what it would cost on Claude; nothing spent
+    shown = f"contract interview: {usage.total_tokens} tokens, {cost_text(usage)}"
+    assert shown.endswith("if run on Claude; nothing spent")
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    p1 = next(line for line in out.splitlines() if "p1 Greet people" in line)
+    assert code == 0 and shown in p1, out
+    assert f"(contract interviews: {usage.total_tokens} tokens, " in out.splitlines()[-1], out
+    assert shown in (project / REPORT_FILE).read_text()
+    code, out, _ = odin(project, "answer", "confirm", capsys=capsys)  # the next question: one more call
+    assert code == 0 and "Which word does greet return?" in out, out
+    more = ContractInterview(project, "p1").usage()
+    assert more.total_tokens > usage.total_tokens and more.cost_usd > usage.cost_usd
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    assert f"contract interview: {more.total_tokens} tokens, {cost_text(more)}" in out, out
