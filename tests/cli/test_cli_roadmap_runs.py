@@ -10,22 +10,10 @@ import pytest
 
 from odin_magic.cli import main
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
-from support.roadmap_projects import roadmap_project
+from support.roadmap_projects import TINY, roadmap_project
 from support.scripted_runs import scripted_engine
 
 ROADMAP = "# Greeter\n\nautonomy: autonomous\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
-CONTRACT = """\
-risk: tiny-fix
-impact: {impact}
-scope: ["app.py"]
-criteria:
-  - {{id: AC1, priority: P0, text: "Given the app, when greet is called, then it says hello.", verify: "grep -q hello app.py"}}
-gate:
-  kind: programmatic
-  run: ["grep -q hello app.py"]
-max_iterations: 3
-loop: fix-{phase}
-"""
 APP = "def greet():\n    return 'hello'\n"
 SCRIPT = f"""
 stages:
@@ -41,7 +29,7 @@ default_verdict: {{passed: true, reasons: [scripted]}}
 def _project(project, p2_impact="user-facing"):
     contracts = roadmap_project(project, ROADMAP, ("p1", "p2"))
     for phase, impact in (("p1", "internal"), ("p2", p2_impact)):
-        (contracts / f"{phase}.yaml").write_text(CONTRACT.format(phase=phase, impact=impact))
+        (contracts / f"{phase}.yaml").write_text(TINY.format(phase=phase, impact=impact, gate="grep -q hello app.py", iterations=3))
 
 
 def odin(capsys, project, *argv):

@@ -17,7 +17,7 @@ from odin_magic.learning.memory import Memory
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
 from odin_magic.render.roadmap_chart import PhaseRuns, roadmap_chart, roadmap_chart_png
 from odin_magic.runs.roadmap_progress import phase_runs, progress, repairs
-from support.roadmap_projects import roadmap_project
+from support.roadmap_projects import TINY, roadmap_project
 from support.scripted_runs import scripted_engine
 
 ROADMAP = """\
@@ -35,18 +35,6 @@ autonomy: {autonomy}
 - [ ] p3 Show the greeting on the home page
 """
 
-TINY = """\
-risk: tiny-fix
-impact: {impact}
-scope: ["app.py"]
-criteria:
-  - {{id: AC1, priority: P0, text: "Given the app, when greet is called, then it says hello.", verify: "grep -q hello app.py"}}
-gate:
-  kind: programmatic
-  run: ["{gate}"]
-max_iterations: {iterations}
-loop: fix-{phase}
-"""
 
 APP = "def greet():\n    return 'hello'\n"
 FAREWELL = APP + "\n\ndef farewell():\n    return 'bye'\n"

@@ -49,14 +49,9 @@ def test_percent_odin_answer_answers_a_phases_contract_interview(ip, tmp_path, c
     """A phase whose contract the model cannot settle: `%odin roadmap run` shows the interview's question,
     `%odin answer` answers it (no run waits for one), then `%odin roadmap run` writes the contract."""
     from odin_magic.loop.contract import contract_path
-    from support.contract_interview import ANSWERS, make_project, roadmap_script
+    from support.contract_interview import ANSWERS
 
-    project = tmp_path / "p"
-    project.mkdir()
-    make_project(project)
-    script = tmp_path / "roadmap.script.yaml"
-    script.write_text(yaml.safe_dump(roadmap_script()), encoding="utf-8")
-    ip.run_line_magic("odin", f"config project={project} script={script}")
+    project = _interview_project(ip, tmp_path)
     magics = ip.magics_manager.registry["OdinMagics"]
     try:
         shown = repr(ip.run_line_magic("odin", "roadmap run"))

@@ -9,6 +9,21 @@ from odin_magic.loop.catalog import builtin_loops_dir
 from odin_magic.loop.roadmap import ROADMAP_FILE
 
 
+#: A tiny-fix phase contract: format with phase, impact, gate (its command) and iterations.
+TINY = """\
+risk: tiny-fix
+impact: {impact}
+scope: ["app.py"]
+criteria:
+  - {{id: AC1, priority: P0, text: "Given the app, when greet is called, then it says hello.", verify: "grep -q hello app.py"}}
+gate:
+  kind: programmatic
+  run: ["{gate}"]
+max_iterations: {iterations}
+loop: fix-{phase}
+"""
+
+
 def roadmap_project(project: Path, roadmap: str, phases: tuple[str, ...]) -> Path:
     """``project`` with the ``roadmap`` text and a tiny-fix loop per phase; its (empty) contracts dir."""
     contracts = project / ".odin-loop" / "contracts"
