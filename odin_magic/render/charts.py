@@ -279,6 +279,9 @@ class ChartHandle:
         self._shown: ChartData | None = None  # the data of the image shown
         self.png: bytes | None = None
         self.retired = False  # a later cell shows the charts: this handle draws no more
+        # the cell's first drawing and the redraws off the drive's thread, one at a time: else a redraw arriving
+        # while the cell still draws would display a second image and its data would hide the first one's
+        self._lock = threading.RLock()
 
     def _image(self, *args, **kwargs):
         from IPython.display import Image
@@ -297,26 +300,30 @@ class ChartHandle:
     def show(self, *args, **kwargs) -> None:
         from IPython.display import display
 
-        self._shown = None  # a new display: drawn (or taken from the memo) whatever was shown before
-        self._handle = display(self._image(*args, **kwargs), display_id=True)
+        with self._lock:
+            self._shown = None  # a new display: drawn (or taken from the memo) whatever was shown before
+            self._handle = display(self._image(*args, **kwargs), display_id=True)
 
     def placeholder(self, text: str = "charts appear when the first drive ends") -> None:
         """Reserve the chart's place in this cell, to be filled in later (from any thread)."""
         from IPython.display import display
 
-        self._handle = display({"text/plain": f"({text})", "text/html": f"<i style='color:#777'>{text}</i>"},
-                               raw=True, display_id=True)
+        with self._lock:
+            self._handle = display({"text/plain": f"({text})", "text/html": f"<i style='color:#777'>{text}</i>"},
+                                   raw=True, display_id=True)
 
     def retire(self, text: str = "(charts: in the latest cell of this run)") -> None:
         """A later cell shows the run's charts: this one becomes a line of text (nothing heavy is kept)."""
-        if self._handle is not None:
-            self._handle.update({"text/plain": text, "text/html": f"<i style='color:#777'>{text}</i>"}, raw=True)
-        self.png, self.retired = None, True
+        with self._lock:
+            if self._handle is not None:
+                self._handle.update({"text/plain": text, "text/html": f"<i style='color:#777'>{text}</i>"}, raw=True)
+            self.png, self.retired = None, True
 
     def update(self, *args, **kwargs) -> None:
-        if self.retired:
-            return
-        if self._handle is None:
-            self.show(*args, **kwargs)
-        elif (image := self._image(*args, **kwargs)) is not None:
-            self._handle.update(image)
+        with self._lock:
+            if self.retired:
+                return
+            if self._handle is None:
+                self.show(*args, **kwargs)
+            elif (image := self._image(*args, **kwargs)) is not None:
+                self._handle.update(image)
