@@ -175,9 +175,9 @@ def refuse_overwrite(project: Path, force: bool, command: str = "odin roadmap ne
     return target
 
 
-def write_roadmap(project: Path, text: str, force: bool) -> Path:
+def write_roadmap(project: Path, text: str, force: bool, command: str = "odin roadmap new") -> Path:
     """Write the accepted ``text`` as the project's roadmap (atomically, never through a planted link)."""
-    target = refuse_overwrite(project, force)
+    target = refuse_overwrite(project, force, command)
     write_atomic(target, text, within=Path(project))
     return target
 
@@ -193,12 +193,24 @@ def pending_proposal(project: Path) -> str:
     try:
         return read_nofollow(path).decode("utf-8")
     except FileNotFoundError:
-        raise UsageError("no roadmap proposal is waiting", hint="`roadmap new --from SPEC` proposes one") from None
+        raise UsageError("no roadmap proposal is waiting",
+                         hint="a notebook's `%odin roadmap new --from SPEC` leaves one waiting (in a terminal, "
+                              "`odin roadmap new --from SPEC` shows it and asks)") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{PROPOSAL_FILE}: the roadmap proposal is not UTF-8 text",
+                         hint="discard it (`roadmap discard`) and propose again") from None
 
 
-def accept_proposal(project: Path, force: bool) -> Path:
-    """Write the waiting proposal as the roadmap, then drop it."""
-    target = write_roadmap(project, pending_proposal(project), force)
+def accept_proposal(project: Path, force: bool, command: str = "odin roadmap accept") -> Path:
+    """Write the waiting proposal as the roadmap, then drop it; a proposal that is no valid roadmap (edited by
+    hand since) is refused with its first problem, and nothing is written."""
+    text = pending_proposal(project)
+    _, diags = parse_roadmap(text, PROPOSAL_FILE)
+    problem = first_error(diags)
+    if problem is not None:
+        raise UsageError(f"the waiting proposal is no valid roadmap: {problem.message}",
+                         hint=f"fix {PROPOSAL_FILE} by hand, or discard it (`roadmap discard`); nothing was written")
+    target = write_roadmap(project, text, force, command)
     (Path(project) / PROPOSAL_FILE).unlink(missing_ok=True)
     return target
 

@@ -77,7 +77,7 @@ def _proposal_html(text: str, shown: str) -> str:
 def _accepted(project, force: bool) -> str:
     from odin_magic.authoring.roadmap_new import accept_proposal
 
-    return f"wrote {accept_proposal(project, force)}; show it: %odin roadmap"
+    return f"wrote {accept_proposal(project, force, '%odin roadmap accept')}; show it: %odin roadmap"
 
 
 def _discarded(project) -> str:

@@ -147,3 +147,20 @@ def test_the_terminal_has_the_notebooks_actions_and_decides_a_waiting_proposal(p
     assert code == 0 and "discarded: nothing written" in out and not (project / PROPOSAL_FILE).exists()
     code, _, err = odin(project, "roadmap", "discard", capsys=capsys)
     assert code != 0 and "no roadmap proposal is waiting" in err and "Traceback" not in err
+
+
+def test_accepting_a_proposal_that_is_no_roadmap_writes_nothing_even_with_force(project, capsys):
+    """A proposal edited by hand into something that is no roadmap is refused with its first problem: the
+    roadmap in place stays (with --force too), the proposal waits to be fixed or discarded."""
+    from odin_magic.authoring.roadmap_new import PROPOSAL_FILE
+
+    (project / ".odin-loop").mkdir(exist_ok=True)
+    (project / ROADMAP_FILE).write_text(ROADMAP)
+    (project / PROPOSAL_FILE).write_text("junk\n")
+    code, _, err = odin(project, "roadmap", "accept", "--force", capsys=capsys)
+    assert code != 0 and "the waiting proposal is no valid roadmap" in err and PROPOSAL_FILE in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert (project / ROADMAP_FILE).read_text() == ROADMAP and (project / PROPOSAL_FILE).is_file()
+    (project / PROPOSAL_FILE).write_text(ROADMAP)
+    code, _, err = odin(project, "roadmap", "accept", capsys=capsys)
+    assert code != 0 and "odin roadmap accept never overwrites a roadmap" in err, err
