@@ -8,6 +8,10 @@ phase starts where a person approves it (hitl). A proposal with questions the mo
 ambiguous scope or acceptance) is not written: the phase asks the deep interview first
 (:mod:`.roadmap_interview`), then the contract is proposed again with the interview's spec and answers
 (``context``) and written.
+
+What every proposal's replies cost is added to ``.odin-loop/contracts/<phase-id>.usage.json``
+(:mod:`odin_magic.runs.contract_usage`; a failed proposal's too), shown with the interview's on the phase's
+line of the roadmap's views.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from odin_magic.loop.contract import (
     CONTRACTS_DIR, Contract, contract_path, load_contract, render_contract, validate_contract_text,
 )
 from odin_magic.loop.roadmap import Phase, Roadmap
+from odin_magic.runs.contract_usage import add_proposal_usage
+from odin_magic.runs.state import Usage
 
 RULES = """You write the contract of one phase of a software roadmap for odin-magic. The contract fixes: the \
 risk class (tiny-fix: a small well-understood change; standard: a feature; risky: data, security, migrations, \
@@ -79,7 +85,13 @@ def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=Non
                           "is configured to propose one",
                           hint="write the contract (docs/roadmap.md, 'Phase contracts'), or set ANTHROPIC_API_KEY "
                                "or ODIN_SCRIPT")
-    return run_coroutine(lambda: _ask(roadmap, phase, settings, _client_factory(settings, project_dir), context))
+    spent: list[Usage] = []
+    try:
+        return run_coroutine(lambda: _ask(roadmap, phase, settings, (_client_factory(settings, project_dir), spent),
+                                          context))
+    finally:  # every reply was paid for, also one that did not fit or a proposal that failed afterwards
+        if spent:
+            add_proposal_usage(project_dir, phase.id, sum(spent, Usage()))
 
 
 def _client_factory(settings, project_dir: Path):
@@ -125,9 +137,14 @@ def phase_entry(roadmap: Roadmap, phase: Phase) -> str:
             + "\nOther phases: " + "; ".join(f"{p.id} {p.title}" for p in roadmap.phases() if p.id != phase.id))
 
 
-async def _ask(roadmap: Roadmap, phase: Phase, settings, factory, context: str | None) -> ContractProposal:
+async def _ask(roadmap: Roadmap, phase: Phase, settings, model: tuple, context: str | None) -> ContractProposal:
+    """``model``: the client factory, and the list every reply's priced usage is appended to."""
     from odin_magic.workers.prompts import system_blocks
+    from odin_magic.workers.client import usage_of
+    from odin_magic.workers.config import usage_with_cost
     from odin_magic.workers.structured import Question, ask_twice
+
+    factory, spent = model
 
     content = phase_entry(roadmap, phase)
     if context:
@@ -138,4 +155,5 @@ async def _ask(roadmap: Roadmap, phase: Phase, settings, factory, context: str |
         headers={"x-odin-stage": phase.id, "x-odin-purpose": "contract", "x-odin-call": uuid.uuid4().hex,
                  "x-odin-run-dir": CONTRACTS_DIR},
         what=f"proposing the contract of phase {phase.id}",
-        hint=f"write .odin-loop/contracts/{phase.id}.yaml yourself (docs/roadmap.md, 'Phase contracts')"))
+        hint=f"write .odin-loop/contracts/{phase.id}.yaml yourself (docs/roadmap.md, 'Phase contracts')"),
+        count=lambda reply: spent.append(usage_with_cost(settings, settings.model, usage_of(reply))))

@@ -29,12 +29,12 @@ def report_text(roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,
 
 
 def _cost(p: PhaseProgress) -> str:
-    """The phase's runs' cost, and its contract interview's (its model's calls) when it had one."""
+    """The phase's runs' cost, and its contract's (the model's proposals and interview) when it had one."""
     from odin_magic.render.text import cost_text
 
-    usage = p.interview_usage
-    interview = f"; contract interview: {usage.total_tokens} tokens, {cost_text(usage)}" if usage else ""
-    return f"${p.cost_usd:.2f}{interview}"
+    c = p.contract_cost
+    contract = f"; {c.what}: {c.usage.total_tokens} tokens, {cost_text(c.usage)}" if c is not None else ""
+    return f"${p.cost_usd:.2f}{contract}"
 
 
 def write_report(project_dir: Path, roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,

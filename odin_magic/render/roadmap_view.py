@@ -19,7 +19,7 @@ from odin_magic.render.text import cost_text
 
 if TYPE_CHECKING:
     from odin_magic.runs.roadmap_progress import PhaseProgress
-    from odin_magic.runs.state import Usage
+    from odin_magic.runs.contract_usage import ContractCost
 
 BAR_WIDTH = 10
 FINISHED = ("done", "done_with_concerns", "skipped")
@@ -40,7 +40,7 @@ class PhaseRow:
     offline_usd: float = 0.0  # the part of cost_usd the offline scripted model answered: an estimate, never spent
     run: str | None = None
     report: str | None = None  # the run's report.md, relative to the project, when it was written
-    interview: "Usage | None" = None  # what the phase's contract interview cost (its model's calls), when it had one
+    contract: "ContractCost | None" = None  # what its contract's proposals and interview cost (model calls), if any
 
     @property
     def finished(self) -> bool:
@@ -59,17 +59,19 @@ class PhaseRow:
             out.append(f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}")
         if self.cost_usd:
             out.append(self.cost())
-        if self.interview is not None:
-            out.append(self.interview_cost())
+        if self.contract is not None:
+            out.append(self.contract_cost())
         if self.run:
             out.append(f"run {self.run}")
         return out
 
-    def interview_cost(self) -> str:
-        """``contract interview: N tokens, $X`` (offline: ``≈ $X if run on Claude; nothing spent``)."""
-        if self.interview is None:
+    def contract_cost(self) -> str:
+        """``contract proposal and interview: N tokens, $X`` (named after what it counts; offline: ``≈ $X if
+        run on Claude; nothing spent``)."""
+        if self.contract is None:
             return ""
-        return f"contract interview: {self.interview.total_tokens} tokens, {cost_text(self.interview)}"
+        usage = self.contract.usage
+        return f"{self.contract.what}: {usage.total_tokens} tokens, {cost_text(usage)}"
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,6 @@ def _cost(cost_usd: float, offline_usd: float) -> str:
 def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None, offline: float = 0.0) -> PhaseRow:
     if progress is None:
         return PhaseRow(phase.id, phase.title, "done" if phase.done else "pending", phase.note)
-    interview = progress.interview_usage
     report = None
     if progress.last_run and project_dir is not None:
         rel = Path(".odin-loop") / "runs" / progress.last_run / REPORT_MD
@@ -100,7 +101,7 @@ def _phase_row(phase, progress: "PhaseProgress | None", project_dir: Path | None
     note = phase.note or progress.concern or progress.reason
     status = progress.status
     return PhaseRow(phase.id, phase.title, status, note, progress.iterations, progress.cost_usd, offline,
-                    progress.last_run, report, interview if interview is not None and interview.total_tokens else None)
+                    progress.last_run, report, progress.contract_cost)
 
 
 def roadmap_rows(roadmap: Roadmap, progress: Mapping[str, "PhaseProgress"] | None = None,
@@ -141,14 +142,14 @@ def _summary(rows: Sequence[MilestoneRow]) -> str:
     for p in phases:
         counts[p.status_text()] = counts.get(p.status_text(), 0) + 1
     told = ", ".join(f"{n} {status}" for status, n in counts.items())
-    interviews = [p.interview for p in phases if p.interview is not None]
-    cost = sum(p.cost_usd or 0.0 for p in phases) + sum(u.cost_usd for u in interviews)
-    offline = sum(p.offline_usd for p in phases) + sum(u.offline_usd for u in interviews)
+    contracts = [p.contract.usage for p in phases if p.contract is not None]
+    cost = sum(p.cost_usd or 0.0 for p in phases) + sum(u.cost_usd for u in contracts)
+    offline = sum(p.offline_usd for p in phases) + sum(u.offline_usd for u in contracts)
     text = f"{len(phases)} phase(s): {told}" + (f"; cost {_cost(cost, offline)}" if cost else "")
-    if interviews:  # the contract interviews' part of that cost
-        tokens = sum(u.total_tokens for u in interviews)
-        text += (f" (contract interviews: {tokens} tokens, "
-                 f"{_cost(sum(u.cost_usd for u in interviews), sum(u.offline_usd for u in interviews))})")
+    if contracts:  # the part of that cost the contracts' proposals and interviews took
+        tokens = sum(u.total_tokens for u in contracts)
+        text += (f" (contract proposals and interviews: {tokens} tokens, "
+                 f"{_cost(sum(u.cost_usd for u in contracts), sum(u.offline_usd for u in contracts))})")
     return text
 
 
@@ -216,8 +217,8 @@ def _phase_html(p: PhaseRow, href_base: str = "") -> str:
         href = posixpath.join(href_base, p.report) if href_base else p.report
         run = f"<a href='{html.escape(href, quote=True)}' target='_blank'>{run or 'report'}</a>"
     cost = _e(p.cost()) if p.cost_usd else ""
-    if p.interview is not None:
-        cost += ("<br>" if cost else "") + f"<span class='odin-muted'>{_e(p.interview_cost())}</span>"
+    if p.contract is not None:
+        cost += ("<br>" if cost else "") + f"<span class='odin-muted'>{_e(p.contract_cost())}</span>"
     return (f"<tr class='odin-phase'><td><b>{_e(p.id)}</b> {_e(p.title)}{note}</td>"
             f"<td style='color:{colour}'>{_e(p.status_text())}</td><td>{_e(p.iterations or '')}</td>"
             f"<td>{cost}</td><td>{run}</td></tr>")

@@ -1,17 +1,23 @@
-"""What a roadmap phase's contract interview cost: the tokens and money of its model's calls.
+"""What a roadmap phase's contract cost: the tokens and money of the model's calls that made it.
 
-The interview a phase's contract asks first (``odin_magic.engine.roadmap_interview``) is no run, so no run's
-usage holds its cost. It is kept where the interview keeps its state, in
-``.odin-loop/contracts/<phase-id>.interview/usage.json`` (a :class:`~odin_magic.runs.state.Usage`: an offline
-script's calls priced as Claude would charge them, in ``offline_usd`` as a run's are), added to after every
-question the model prepares, and read by the roadmap's views (``odin roadmap``, the roadmap report).
+A phase's contract is no run, so no run's usage holds what making it cost. Two kinds of model calls make it,
+each kept as a :class:`~odin_magic.runs.state.Usage` (an offline script's calls priced as Claude would charge
+them, in ``offline_usd`` as a run's are), added to after every call:
+
+* the proposals (``odin_magic.engine.roadmap_contract``; a second one after the interview, or after a person
+  deleted a proposed contract): ``.odin-loop/contracts/<phase-id>.usage.json``;
+* the contract interview (``odin_magic.engine.roadmap_interview``), where it keeps its state:
+  ``.odin-loop/contracts/<phase-id>.interview/usage.json``.
+
+The roadmap's views (``odin roadmap``, the roadmap report) read both through :func:`contract_cost`: one
+figure per phase, named after what it counts (``contract proposal``, ``contract proposal and interview``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.errors import OdinError
@@ -20,6 +26,7 @@ from odin_magic.runs.state import Usage
 
 INTERVIEW_SUFFIX = ".interview"
 USAGE_FILE = "usage.json"
+PROPOSAL_USAGE_SUFFIX = ".usage.json"
 
 
 def interview_dir(project_dir: Path, phase_id: str) -> Path:
@@ -27,21 +34,71 @@ def interview_dir(project_dir: Path, phase_id: str) -> Path:
     return Path(project_dir) / CONTRACTS_DIR / f"{phase_id}{INTERVIEW_SUFFIX}"
 
 
-def interview_usage(project_dir: Path, phase_id: str) -> Usage | None:
-    """What the phase's contract interview cost so far; None when it made no model call (or has none)."""
-    path = interview_dir(project_dir, phase_id) / USAGE_FILE
+def _paths(project_dir: Path, phase_id: str) -> dict[str, Path]:
+    return {"proposal": Path(project_dir) / CONTRACTS_DIR / f"{phase_id}{PROPOSAL_USAGE_SUFFIX}",
+            "interview": interview_dir(project_dir, phase_id) / USAGE_FILE}
+
+
+def _read(path: Path, what: str) -> Usage | None:
     if not path.is_file():
         return None
     try:
         return Usage.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
-        raise OdinError(f"{path}: the contract interview's usage cannot be read ({exc.__class__.__name__})",
-                        hint="delete it: the interview's cost is then counted again from its next model call") from None
+        raise OdinError(f"{path}: the {what}'s usage cannot be read ({exc.__class__.__name__})",
+                        hint=f"delete it: the {what}'s cost is then counted again from its next model call") from None
+
+
+def _add(project_dir: Path, phase_id: str, part: str, usage: Usage) -> Usage:
+    path = _paths(project_dir, phase_id)[part]
+    total = (_read(path, f"contract {part}") or Usage()) + usage
+    write_atomic(path, total.model_dump_json(indent=2) + "\n", within=Path(project_dir) / ".odin-loop")
+    return total
+
+
+def interview_usage(project_dir: Path, phase_id: str) -> Usage | None:
+    """What the phase's contract interview cost so far; None when it made no model call (or has none)."""
+    return _read(_paths(project_dir, phase_id)["interview"], "contract interview")
 
 
 def add_interview_usage(project_dir: Path, phase_id: str, usage: Usage) -> Usage:
     """Add ``usage`` (a question's, an answer's) to the phase's contract interview's cost; the new total."""
-    total = (interview_usage(project_dir, phase_id) or Usage()) + usage
-    write_atomic(interview_dir(project_dir, phase_id) / USAGE_FILE, total.model_dump_json(indent=2) + "\n",
-                 within=Path(project_dir) / ".odin-loop")
-    return total
+    return _add(project_dir, phase_id, "interview", usage)
+
+
+def proposal_usage(project_dir: Path, phase_id: str) -> Usage | None:
+    """What the model's proposals of the phase's contract cost so far; None before the first."""
+    return _read(_paths(project_dir, phase_id)["proposal"], "contract proposal")
+
+
+def add_proposal_usage(project_dir: Path, phase_id: str, usage: Usage) -> Usage:
+    """Add ``usage`` (a proposal's replies, a failed one's too) to the phase's contract proposals' cost."""
+    return _add(project_dir, phase_id, "proposal", usage)
+
+
+class ContractCost(BaseModel):
+    """What making a phase's contract cost: its proposals and its interview (either None when it had none)."""
+
+    proposal: Usage | None = None
+    interview: Usage | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """The two added up."""
+        return (self.proposal or Usage()) + (self.interview or Usage())
+
+    @property
+    def what(self) -> str:
+        """What the figure counts: ``contract proposal``, ``contract interview``, or both."""
+        parts = [name for name, u in (("proposal", self.proposal), ("interview", self.interview)) if u is not None]
+        return "contract " + " and ".join(parts)
+
+
+def contract_cost(project_dir: Path, phase_id: str) -> ContractCost | None:
+    """What the phase's contract cost (its proposals and its interview); None when no model call made it."""
+    def counted(usage: Usage | None) -> Usage | None:
+        return usage if usage is not None and (usage.total_tokens or usage.cost_usd) else None
+
+    cost = ContractCost(proposal=counted(proposal_usage(project_dir, phase_id)),
+                        interview=counted(interview_usage(project_dir, phase_id)))
+    return cost if cost.proposal is not None or cost.interview is not None else None

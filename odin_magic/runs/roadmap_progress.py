@@ -37,8 +37,8 @@ from odin_magic.core.filehash import file_sha256
 from odin_magic.loop.contract import CONTRACTS_DIR, contract_path, load_contract
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.roadmap import ROADMAP_FILE, Roadmap, Phase, load_roadmap, set_phase
-from odin_magic.runs.contract_usage import interview_usage
-from odin_magic.runs.state import RunState, Usage
+from odin_magic.runs.contract_usage import ContractCost, contract_cost
+from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt, RunStore
 
 ROADMAP_LOG = ".odin-loop/roadmap.jsonl"
@@ -63,7 +63,7 @@ class PhaseProgress(BaseModel):
     notes_written: list[str] = Field(default_factory=list)  # the status notes odin wrote on the phase's line
     contract_changed: bool = False  # blocked: the contract's bytes are not those its run began under
     undecided: bool = False  # its sealed run ended done, but the phase's outcome is not recorded yet
-    interview_usage: Usage | None = None  # what its contract interview's model calls cost (runs.contract_usage)
+    contract_cost: ContractCost | None = None  # what its contract's proposals and interview cost (runs.contract_usage)
 
     @property
     def finished(self) -> bool:
@@ -164,16 +164,16 @@ def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
         states = [s for s in runs.get(phase.id, []) if s.run_id not in ignored]
         out[phase.id] = _fold(project_dir, phase, states, mine)
         out[phase.id].notes_written = written
-        out[phase.id].interview_usage = _interview_usage(project_dir, phase.id)
+        out[phase.id].contract_cost = _contract_cost(project_dir, phase.id)
         if out[phase.id].status in ("pending", "paused") and not states:
             _not_started(project_dir, out[phase.id], records)
     return out
 
 
-def _interview_usage(project_dir: Path, phase_id: str) -> Usage | None:
+def _contract_cost(project_dir: Path, phase_id: str) -> ContractCost | None:
     try:
-        return interview_usage(project_dir, phase_id)
-    except OdinError:  # an unreadable usage.json: the interview's cost is unknown, the roadmap still shown
+        return contract_cost(project_dir, phase_id)
+    except OdinError:  # an unreadable usage file: the contract's cost is unknown, the roadmap still shown
         return None
 
 

@@ -115,10 +115,12 @@ class Question:
     hint: str
 
 
-async def ask_twice(settings: Any, client_factory: Any, output: type[M], question: Question) -> M:
+async def ask_twice(settings: Any, client_factory: Any, output: type[M], question: Question,
+                    count: Callable[[Any], None] | None = None) -> M:
     """One structured question outside a run (``odin new --describe``, ``refine --model``): asked again
     once, with the reason, when the reply does not fit ``output``. Every failure is an
-    :class:`~odin_magic.core.errors.OdinError` that says ``question.what`` and ``question.hint``."""
+    :class:`~odin_magic.core.errors.OdinError` that says ``question.what`` and ``question.hint``. ``count``
+    sees every reply (its usage was spent, whether it fit or not)."""
     import anthropic
 
     from odin_magic.core.errors import OdinError
@@ -137,7 +139,7 @@ async def ask_twice(settings: Any, client_factory: Any, output: type[M], questio
     request = {"model": settings.model, "max_tokens": min(settings.max_tokens, 4096), "system": question.system,
                "messages": [{"role": "user", "content": content}], "extra_headers": question.headers}
     try:
-        value = await ask_until_valid(client, output, request, lambda reply: None, again)
+        value = await ask_until_valid(client, output, request, count or (lambda reply: None), again)
     except anthropic.AnthropicError as exc:
         raise OdinError(str(api_failure(exc, settings, what)), hint=hint) from None
     except ValueError as exc:  # a body that is not a message

@@ -16,6 +16,7 @@ from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
 from odin_magic.engine.roadmap_interview import interview_dir, waiting_interview
 from odin_magic.loop.contract import contract_path, load_contract
 from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
+from odin_magic.runs.contract_usage import interview_usage, proposal_usage
 from odin_magic.runs.roadmap_progress import progress
 from odin_magic.workers.config import Settings
 from support.contract_interview import ANSWERS, INTERVIEW, PROPOSAL, RUN, UNSETTLED, make_project, roadmap_script
@@ -86,6 +87,8 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
     _env(tmp_path, monkeypatch, roadmap_script())
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "the deep interview asks you first" in out and 'odin answer "..."' in out
+    first = proposal_usage(project, "p1")  # the first proposal's cost (it left questions open)
+    assert first is not None and first.total_tokens > 0 and first.offline_usd == first.cost_usd > 0
     # its last line says an answer goes on, not `odin roadmap run` (which would only ask the same question again)
     assert out.rstrip().splitlines()[-2].startswith("paused: its contract interview waits for your answer"), out
     code, out, _ = odin(project, "roadmap", capsys=capsys)  # the status: paused, and how to answer
@@ -103,18 +106,24 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)  # the contract, written and shown
     assert code == 0 and "scope: app.py" in out and contract_path(project, "p1").is_file()
     assert "settle these" not in out  # the script's second proposal, in this new command: nothing left open
+    second = proposal_usage(project, "p1")  # the second proposal's cost added to the first's
+    assert second.total_tokens > first.total_tokens and second.cost_usd > first.cost_usd
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    total = second.total_tokens + interview_usage(project, "p1").total_tokens  # both proposals and the interview
+    assert f"contract proposal and interview: {total} tokens, " in out, out
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "roadmap complete" in out
 
 
-def test_the_contract_interviews_model_cost_is_in_the_roadmap_and_its_report(project, tmp_path, monkeypatch, capsys):
-    """The interview's model calls (here Claude's requests answered by the offline scripted Messages API,
-    through the real SDK) cost tokens: kept in the interview's usage.json, shown on the phase's line of `odin
-    roadmap` and in its totals, and in the roadmap report, priced as Claude would charge them and said spent
-    by no one."""
+def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_path, monkeypatch, capsys):
+    """The contract's model calls (its proposal, then its interview: Claude's requests answered by the offline
+    scripted Messages API, through the real SDK) cost tokens: kept in the proposal's and the interview's usage
+    files, shown as one figure on the phase's line of `odin roadmap` and in its totals, and in the roadmap
+    report, priced as Claude would charge them and said spent by no one."""
     from odin_magic.engine.roadmap_interview import ContractInterview
     from odin_magic.engine.roadmap_report import REPORT_FILE
     from odin_magic.render.text import cost_text
+    from odin_magic.runs.contract_usage import contract_cost, proposal_usage
 
     make_project(project)
     script = roadmap_script()
@@ -126,19 +135,22 @@ def test_the_contract_interviews_model_cost_is_in_the_roadmap_and_its_report(pro
     _env(tmp_path, monkeypatch, script)
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "I split the work into: C1 Greeting" in out, out
-    usage = ContractInterview(project, "p1").usage()
+    proposed, usage = proposal_usage(project, "p1"), ContractInterview(project, "p1").usage()
+    assert proposed is not None and proposed.input_tokens > 0 and proposed.output_tokens > 0
     assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0
-    assert usage.offline_usd == usage.cost_usd > 0  # what it would cost on Claude; nothing spent
-    shown = f"contract interview: {usage.total_tokens} tokens, {cost_text(usage)}"
+    assert usage.offline_usd == usage.cost_usd > 0 and proposed.offline_usd == proposed.cost_usd > 0  # not spent
+    cost = contract_cost(project, "p1")
+    assert cost.usage.total_tokens == proposed.total_tokens + usage.total_tokens
+    shown = f"contract proposal and interview: {cost.usage.total_tokens} tokens, {cost_text(cost.usage)}"
     assert shown.endswith("if run on Claude; nothing spent")
     code, out, _ = odin(project, "roadmap", capsys=capsys)
     p1 = next(line for line in out.splitlines() if "p1 Greet people" in line)
     assert code == 0 and shown in p1, out
-    assert f"(contract interviews: {usage.total_tokens} tokens, " in out.splitlines()[-1], out
+    assert f"(contract proposals and interviews: {cost.usage.total_tokens} tokens, " in out.splitlines()[-1], out
     assert shown in (project / REPORT_FILE).read_text()
     code, out, _ = odin(project, "answer", "confirm", capsys=capsys)  # the next question: one more call
     assert code == 0 and "Which word does greet return?" in out, out
-    more = ContractInterview(project, "p1").usage()
-    assert more.total_tokens > usage.total_tokens and more.cost_usd > usage.cost_usd
+    more = contract_cost(project, "p1").usage
+    assert more.total_tokens > cost.usage.total_tokens and more.cost_usd > cost.usage.cost_usd
     code, out, _ = odin(project, "roadmap", capsys=capsys)
-    assert f"contract interview: {more.total_tokens} tokens, {cost_text(more)}" in out, out
+    assert f"contract proposal and interview: {more.total_tokens} tokens, {cost_text(more)}" in out, out
