@@ -11,7 +11,8 @@ ambiguous scope or acceptance) is not written: the phase asks the deep interview
 
 What every proposal's replies cost is added to ``.odin-loop/contracts/<phase-id>.usage.json``
 (:mod:`odin_magic.runs.contract_usage`; a failed proposal's too), shown with the interview's on the phase's
-line of the roadmap's views.
+line of the roadmap's views. With ``ODIN_RECORD`` set the proposal's exchanges are recorded as a run's are
+(under ``answers: {contract: {<phase-id>: [...]}}``), so a recorded roadmap session replays them offline.
 """
 
 from __future__ import annotations
@@ -97,12 +98,15 @@ def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=Non
 def _client_factory(settings, project_dir: Path):
     """The offline scripted model when ``settings.script`` is set, its replay position kept in
     ``.odin-loop/contracts/`` (so the proposal after a phase's interview, in another process, takes the
-    script's next answer); else None (the API)."""
+    script's next answer); else the API's. Its clients record their exchanges when ``ODIN_RECORD`` is set."""
     from odin_magic.authoring.new_loop import proposal_client_factory
+    from odin_magic.workers.client import default_client_factory
+    from odin_magic.workers.factory import recorded
 
     if settings.script is not None:
         (Path(project_dir) / CONTRACTS_DIR).mkdir(parents=True, exist_ok=True)
-    return proposal_client_factory(settings, project_dir, keep_position=True)
+    factory = proposal_client_factory(settings, project_dir, keep_position=True) or default_client_factory(settings)
+    return recorded(factory, settings, Path(project_dir))
 
 
 def write_contract(project_dir: Path, phase: Phase, proposal: ContractProposal) -> Contract:
@@ -142,6 +146,7 @@ async def _ask(roadmap: Roadmap, phase: Phase, settings, model: tuple, context: 
     from odin_magic.workers.prompts import system_blocks
     from odin_magic.workers.client import usage_of
     from odin_magic.workers.config import usage_with_cost
+    from odin_magic.workers.exchange import NO_RUN
     from odin_magic.workers.structured import Question, ask_twice
 
     factory, spent = model
@@ -153,7 +158,7 @@ async def _ask(roadmap: Roadmap, phase: Phase, settings, model: tuple, context: 
     return await ask_twice(settings, factory, ContractProposal, Question(
         system=system_blocks(RULES), content=content,
         headers={"x-odin-stage": phase.id, "x-odin-purpose": "contract", "x-odin-call": uuid.uuid4().hex,
-                 "x-odin-run-dir": CONTRACTS_DIR},
+                 "x-odin-run-dir": CONTRACTS_DIR, "x-odin-run-id": NO_RUN},
         what=f"proposing the contract of phase {phase.id}",
         hint=f"write .odin-loop/contracts/{phase.id}.yaml yourself (docs/roadmap.md, 'Phase contracts')"),
         count=lambda reply: spent.append(usage_with_cost(settings, settings.model, usage_of(reply))))

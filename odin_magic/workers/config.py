@@ -11,7 +11,8 @@ Settings come from arguments first, then the environment:
                        ``{"<model or family>": {"input": 3, "output": 15, ...}}``
 ``ODIN_SCRIPT``        path of a scripted-model YAML: run offline, no API key needed
 ``ODIN_RECORD``        path of a YAML file to record every model exchange into, as a
-                       scripted-model script that replays the run (docs/scripted-model.md)
+                       scripted-model script that replays the run (docs/scripted-model.md);
+                       a roadmap phase's contract proposal and interview are recorded too
 ``ODIN_CONTEXT_BUDGET`` token budget of a run's inline conversation thread
 ``ODIN_MAX_RETRIES``   SDK retries for 429/5xx/529/timeouts
 ``ODIN_TIMEOUT``       seconds per API request

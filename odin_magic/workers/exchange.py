@@ -14,11 +14,28 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 SUMMARY_CHARS = 100
 _NUMBER = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
+
+
+#: ``x-odin-run-id`` of a request that is no run's (a roadmap phase's contract proposal, whose ``x-odin-run-dir``
+#: is the contracts dir): it has no run id, and a recording it goes into is not started over for it.
+NO_RUN = "-"
+
+
+def run_id_of(headers: Any) -> str:
+    """The run id a request's headers name: ``x-odin-run-id`` when sent (``-``: no run's, the empty id), else
+    the name of its ``x-odin-run-dir``. The recorder and the scripted model read it alike, so a recorded
+    request's fingerprint and its replay's agree."""
+    given = headers.get("x-odin-run-id")
+    if given is not None:
+        return "" if given == NO_RUN else given
+    run_dir = headers.get("x-odin-run-dir") or ""
+    return Path(run_dir).name if run_dir else ""
 
 
 def placeholders(text: str, tokens: dict[str, str]) -> str:

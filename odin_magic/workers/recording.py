@@ -9,7 +9,9 @@ execution, the ``x-odin-call`` tag), a judge's as a *verdict*, any other structu
 under ``answers``; the usage each reply reported is kept, an HTTP error is kept as an ``error:`` turn, and
 beside each reply goes the fingerprint of the request it answered (:mod:`odin_magic.workers.exchange`), so
 that a replay which sends a different request says where it departed. The run dir, the run id and the
-project dir are written as placeholders, so the recording replays in another project and run.
+project dir are written as placeholders, so the recording replays in another project and run. A request
+that belongs to no run (``x-odin-run-id: -``, :data:`~odin_magic.workers.exchange.NO_RUN`: a roadmap
+phase's contract proposal) is recorded without a run id and never starts the recording over.
 
 An exchange is never a rewrite of the file: it is one line appended to the recording's journal,
 ``<file>.journal`` beside it (:mod:`odin_magic.workers.record_journal`; fsync'd, so a crash, even SIGKILL,
@@ -38,7 +40,7 @@ from anthropic import AsyncAnthropic, Middleware
 from odin_magic.core.errors import ConfigError
 from odin_magic.workers import record_journal as journal
 from odin_magic.workers.base import Verdict
-from odin_magic.workers.exchange import fingerprint, with_placeholders
+from odin_magic.workers.exchange import fingerprint, run_id_of, with_placeholders
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -179,7 +181,7 @@ class Recorder:
             return  # not a request of odin's workers
         purpose = headers.get("x-odin-purpose", "work")
         run_dir = headers.get("x-odin-run-dir") or ""
-        tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name if run_dir else "",
+        tokens = {"run_dir": run_dir, "run_id": run_id_of(headers),
                   "project_dir": str(self.project_dir)}
         with self._lock:
             record: dict[str, Any] = {"run": tokens["run_id"] or None}

@@ -31,7 +31,7 @@ from anthropic import AsyncAnthropic
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.secrets import redact_request
-from odin_magic.workers.exchange import fingerprint
+from odin_magic.workers.exchange import fingerprint, run_id_of
 from odin_magic.workers.script_file import Answer, Attempt, Script, ScriptedError, Sent, Turn, load_script
 
 __all__ = ["Answer", "Attempt", "Script", "ScriptedError", "ScriptedModel", "Turn", "load_script"]
@@ -278,7 +278,7 @@ class ScriptedModel:
                 return error_response(400, f"scripted model: {problem}")
             if not stage:
                 return error_response(400, "scripted model: the request has no x-odin-stage header (not from the Claude worker?)")
-            tokens = {"run_dir": run_dir, "run_id": Path(run_dir).name, "stage": stage}
+            tokens = {"run_dir": run_dir, "run_id": run_id_of(request.headers), "stage": stage}
             stage = self._phase_key(stage, purpose, run_dir)
             if self.root is not None:
                 tokens["project_dir"] = str(Path(self.root).resolve())

@@ -139,3 +139,64 @@ def test_hitl_pauses_at_each_verdict_and_goes_on_when_approved(project, tmp_path
     out = RoadmapDriver(engine).run()  # approved: the second attempt passes, the phase is done
     assert out.ending == "complete", out.lines
     assert len(engine.runs()) == 1 and (project / "app.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+
+def _notes(body: dict):
+    """The tiny-fix loop's change notes, written into the run dir the brief names."""
+    import json
+    import re
+
+    from odin_magic.workers.scripted import message_body, new_id, reply_response
+
+    path = re.search(r"change-notes\.md -> (\S+/change-notes\.md)", json.dumps(body["messages"][0])).group(1)
+    content = [{"type": "tool_use", "id": new_id("toolu"), "name": "write",
+                "input": {"file_path": path, "content": "greet says hello"}}]
+    return reply_response(body, message_body(model=body["model"], content=content, stop_reason="tool_use",
+                                             usage={"input_tokens": 30, "output_tokens": 20}))
+
+
+def test_a_recorded_roadmap_session_keeps_the_contract_proposal_and_replays_offline(tmp_path, monkeypatch):
+    """ODIN_RECORD on `roadmap run` against the local fake Messages API (the real SDK): the contract proposal's
+    exchange is in the recording beside the phase's run, and the recording replays the whole session (proposal,
+    approval, run) offline in another project."""
+    import json
+
+    import yaml
+
+    from odin_magic.workers.script_file import load_script
+    from support.fake_messages import FakeMessages
+
+    first, other = tmp_path / "recorded", tmp_path / "replayed"
+    first.mkdir(), other.mkdir()
+    _project(first, "hitl")
+    recording = tmp_path / "session.recording.yaml"
+    fake = FakeMessages().reply(json.dumps(yaml.safe_load(SCRIPT)["answers"]["contract"]["p1"][0]["json"]))
+    fake.tool("write", {"file_path": "app.py", "content": "def greet():\n    return 'hello'\n"})
+    fake.raw(_notes).reply("done").verdict(status="DONE", passed=True, reasons=["greets"])
+    for name in ("ODIN_SCRIPT", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-recorded-roadmap")
+    monkeypatch.setenv("ODIN_RECORD", str(recording))
+    with fake.serve() as url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        engine = Engine(first)
+        assert RoadmapDriver(engine).run().ending == "paused"  # the proposal, waiting for approval
+        answers = load_script(recording).answers["contract"]["p1"]
+        assert len(answers) == 1 and answers[0].json_["scope"] == ["app.py"] and answers[0].request is not None
+        out = RoadmapDriver(engine).run()  # approved: the phase's run, in the same recording
+        assert out.ending == "complete", "\n".join(out.lines)
+    assert fake.pending == 0 and not fake.unexpected
+    script = load_script(recording)
+    assert script.recorded.run == engine.runs()[0].run_id and "apply" in script.stages, recording.read_text()
+    assert len(script.answers["contract"]["p1"]) == 1  # the run went on in the recording: the proposal kept
+    for name in ("ODIN_RECORD", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name)
+    _project(other, "hitl")
+    monkeypatch.setenv("ODIN_SCRIPT", str(recording))  # the recording replays the session
+    replay = Engine(other)
+    assert RoadmapDriver(replay).run().ending == "paused"
+    assert load_contract(contract_path(other, "p1"), other).scope == ["app.py"]
+    out = RoadmapDriver(replay).run()
+    assert out.ending == "complete", out.lines
+    assert (other / "app.py").read_text() == "def greet():\n    return 'hello'\n"
