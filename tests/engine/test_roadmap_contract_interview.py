@@ -133,8 +133,13 @@ def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_
         "interview-explore": {"p1": [{"findings": [{"text": "greet lives in app.py", "citation": "app.py:1"}]}]},
         "interview-question": {"p1": [{"question": "Which word does greet return?"}]}})
     _env(tmp_path, monkeypatch, script)
+    monkeypatch.setenv("ODIN_RECORD", str(tmp_path / "session.recording.yaml"))
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "I split the work into: C1 Greeting" in out, out
+    from odin_magic.workers.script_file import load_script
+
+    recorded = load_script(tmp_path / "session.recording.yaml").answers  # the proposal's and interview's exchanges
+    assert recorded["contract"]["p1"][0].json_["questions"] and recorded["interview-propose"]["p1"], recorded
     proposed, usage = proposal_usage(project, "p1"), ContractInterview(project, "p1").usage()
     assert proposed is not None and proposed.input_tokens > 0 and proposed.output_tokens > 0
     assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0
