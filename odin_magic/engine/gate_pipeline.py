@@ -130,8 +130,9 @@ def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ..
         return True
     rule = scope.rule_for(gate.stage, engine.project_dir, run_dir)
     runner = scope.runner_changes(found.stage, engine.checkpoints, ckpt)
-    guarded = frozenset(p for p in frozen.guarded(engine.project_dir, gate.session, gate.stage)
-                        if p in runner or not p.endswith(scope.PYPROJECT))  # a pyproject.toml: its pytest tables
+    theirs = {p.casefold() for p in frozen.guarded(engine.project_dir, gate.session, gate.stage)}  # any case:
+    guarded = frozenset(c.path for c in found.stage  # pytest finds tests/Conftest.py on a case-insensitive disk
+                        if c.path.casefold() in theirs and (c.path in runner or not c.path.endswith(scope.PYPROJECT)))
     bad = scope.violations(rule, found.stage, guarded, runner)
     if not bad:
         return True

@@ -272,12 +272,13 @@ CHEAT = "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_ca
 
 
 @pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py", "pytest.ini", "pytest.toml", "tox.ini",
-                                   "tests/setup.cfg"])
+                                   "tests/setup.cfg", "tests/Conftest.py"])  # any case: a case-insensitive
+                                   # file system (macOS) gives pytest tests/Conftest.py as tests/conftest.py
 def test_a_later_stage_may_not_add_the_runners_configuration_of_frozen_tests(project, write_loop, where):
     """A conftest.py beside (or above) frozen tests, or a pytest configuration file there or at the root, would
     judge the stage in their place: reverted, and the gate fails, as a change outside the stage's scope."""
     write_loop(loop("[tests/test_x.py]"))
-    content = CHEAT if where.endswith("conftest.py") else "[pytest]\naddopts = -p no:python\n"
+    content = CHEAT if where.lower().endswith("conftest.py") else "[pytest]\naddopts = -p no:python\n"
     engine, _ = scripted_engine(project, script("tests/test_x.py", f"printf %b {json.dumps(content)} > {where}"))
     state = engine.start("frozen", "t")
     assert not (project / where).exists()  # reverted
