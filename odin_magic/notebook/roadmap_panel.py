@@ -77,15 +77,17 @@ class PhasePanel:
         for b in (*self.buttons, self.save_button):
             b.disabled = True
         self.message.value = html.escape(said)
-        try:
-            shown = self.drive(skip)
-        except Exception as exc:  # an OdinError (the roadmap changed meanwhile): shown, never raised
-            self.message.value = f"<span style='color:#c33'>{html.escape(getattr(exc, 'message', str(exc)))}</span>"
-            return
         from IPython.display import display
 
+        # a click has no cell: what the drive displays (its text, the next pause's panel) goes in this panel's output
         with self.output:
-            display(shown)
+            try:
+                shown = self.drive(skip)
+            except Exception as exc:  # an OdinError (the roadmap changed meanwhile): shown, never raised
+                self.message.value = f"<span style='color:#c33'>{html.escape(getattr(exc, 'message', str(exc)))}</span>"
+                return
+            if shown is not None:  # None: the drive displayed its text and panel itself
+                display(shown)
 
     def edit(self) -> None:
         """Show the contract file's text to edit (its text now: an edit outside the panel is not lost)."""
