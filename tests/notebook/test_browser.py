@@ -25,6 +25,9 @@ import pytest
 
 from support.nbtools import REPO
 from odin_magic.loop.catalog import LoopCatalog
+from odin_magic.loop.roadmap import ROADMAP_FILE, load_roadmap
+from odin_magic.runs.roadmap_progress import progress
+from support.roadmap_projects import roadmap_project
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -261,3 +264,74 @@ def test_the_approval_panel_shows_the_stage_diff_and_reverts_it_in_jupyterlab(la
     assert not (work / "docs" / "notes.md").exists() and (work / "docs" / "old.md").read_text() == "kept\n"
     state = read_state(work)
     assert (state["status"], state["current_stage"]) == ("running", "write")
+
+
+ROADMAP = "# Greeter\n\nautonomy: hitl\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
+PHASE_CONTRACT = """\
+risk: tiny-fix
+scope: ["app.py"]
+criteria:
+  - {{id: AC1, priority: P0, text: "Given the app, then it says hello.", verify: "grep -q hello app.py"}}
+gate: {{kind: programmatic, run: ["grep -q hello app.py"]}}
+max_iterations: 3
+loop: fix-{phase}
+"""
+PHASE_SCRIPT = """\
+stages:
+  apply-p1:
+    - tools:
+        - write: {file_path: app.py, content: "def greet():\\n    return 'hello'\\n"}
+        - write: {file_path: "{run_dir}/change-notes.md", content: "greet says hello"}
+    - text: done
+default_verdict: {passed: true, reasons: [scripted]}
+"""
+
+
+def test_the_roadmap_phase_panel_start_and_skip_in_jupyterlab(lab):
+    """`%odin roadmap run` (autonomy hitl) pauses before p1 with its contract panel; Start clicked in the browser
+    runs p1 to done and the roadmap pauses before p2, whose panel's Skip, clicked, completes the roadmap."""
+    from playwright.sync_api import expect, sync_playwright
+
+    base, work, server_log = lab
+    project = work / "greeter"
+    contracts = roadmap_project(project, ROADMAP, ("p1", "p2"))
+    for phase in ("p1", "p2"):
+        (contracts / f"{phase}.yaml").write_text(PHASE_CONTRACT.format(phase=phase))
+    (work / "roadmap.script.yaml").write_text(PHASE_SCRIPT)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext odin_magic\n"
+                                          "%odin config project=greeter script=../roadmap.script.yaml"),
+                nbformat.v4.new_code_cell("%odin roadmap run")]
+    nbformat.write(nb, work / "roadmap.ipynb")
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(f"{base}/lab/tree/roadmap.ipynb?reset")
+                expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+                page.get_by_role("menuitem", name="Run", exact=True).click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                first = page.locator(".odin-roadmap-phase").first
+                expect(first).to_contain_text("phase p1 waits for you before it starts", timeout=90_000)
+                expect(first).to_contain_text("Given the app, then it says hello.")  # its contract
+                first.get_by_role("button", name="Start").click()
+                # p1 ran: its text, then p2's panel (the roadmap's next pause), in the output of p1's panel
+                second = first.locator(".odin-roadmap-phase")
+                expect(second).to_contain_text("phase p2 waits for you before it starts", timeout=60_000)
+                expect(first).to_contain_text("Started: phase p1 runs")
+                expect(first.locator(".widget-output").first).to_contain_text("phase p1 done")
+                expect(first.get_by_role("button", name="Start").first).to_be_disabled()
+                second.get_by_role("button", name="Skip").click()
+                expect(second.locator(".widget-output")).to_contain_text("roadmap complete", timeout=30_000)
+            finally:
+                browser.close()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- jupyter lab log ---\n{''.join(server_log[-60:])}") from None
+    roadmap = load_roadmap(project / ROADMAP_FILE)
+    assert all(p.done for p in roadmap.phases())  # a skipped phase is checked off too
+    states = progress(project, roadmap)
+    assert (states["p1"].status, len(states["p1"].runs)) == ("done", 1)
+    assert (states["p2"].status, states["p2"].runs) == ("skipped", [])
+    assert "return 'hello'" in (project / "app.py").read_text()
