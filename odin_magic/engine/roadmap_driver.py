@@ -49,7 +49,7 @@ from odin_magic.loop.contract import Contract
 from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
-    PhaseProgress, append_record, changed_fix, changed_reason, contract_change, contract_hashes, contract_sha256,
+    ADDED, PhaseProgress, append_record, changed_fix, changed_reason, contract_change, contract_hashes, contract_sha256,
     driven_reason, note_phase, phase_task, progress, read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
@@ -306,13 +306,18 @@ class RoadmapDriver:
                 self._drove(roadmap, phase_id, run[0], hashes)
 
     def _drove(self, roadmap: Roadmap, phase_id: str, run_id: str, hashes: dict[str, str | None]) -> None:
-        """A drive of the run ended: the `drove` record; a contract of another phase that changed during it is
-        kept in mind too (a record the run appended to roadmap.jsonl meanwhile does not hide it from this driver)."""
+        """A drive of the run ended: the `drove` record, with the phases of the roadmap as it is now (a phase added
+        during the drive is named there first); a contract of another phase that changed during it, or a phase
+        added, is kept in mind too (a record the run appended to roadmap.jsonl meanwhile does not hide it)."""
+        try:
+            roadmap = load_roadmap(self.path)
+        except (OdinError, OSError):
+            pass  # unreadable now: the phases known (the next step of the drive says why)
         now = contract_hashes(self.project, roadmap)
         append_record(self.project, "drove", phase_id, run_id=run_id, contracts=now)
         for other, sha in now.items():
-            if other != phase_id and other in hashes and sha != hashes[other]:
-                self._driven.setdefault(other, (phase_id, run_id, hashes[other]))
+            if other != phase_id and sha != hashes.get(other, ADDED):
+                self._driven.setdefault(other, (phase_id, run_id, hashes.get(other, ADDED)))
 
     def _driven_change(self, phase: Phase) -> str | None:
         """Why a phase not started yet must not start: its contract changed while a run this driver drove."""

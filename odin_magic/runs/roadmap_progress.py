@@ -15,7 +15,9 @@ A phase not started yet is not sealed, but another phase's run may drive meanwhi
 ``started`` or ``resumed`` record, then its ``drove`` record when the driver's call returns) carries the sha256 of
 every phase's contract then (``contracts``). A contract that changed inside such a window blocks its phase
 before it starts (:func:`driven_change`, the file and the driving phase named) until it is put back or accepted
-(a ``sealed`` record without a run); an edit between drives (at a pause, by hand or in the panel) is a person's.
+(a ``sealed`` record without a run); so does a phase added to the roadmap inside a drive (named by its ``drove``
+record, taken from the roadmap as it is then, not by its start); an edit between drives (at a pause, by hand or in
+the panel) is a person's.
 
 :func:`progress` folds both into each phase's :class:`PhaseProgress`; roadmap.md's checkboxes are a view of
 it, and :func:`repairs` lists where they disagree (:func:`repair` writes the fixes). The runs win.
@@ -256,11 +258,13 @@ def contract_hashes(project_dir: Path, roadmap: Roadmap) -> dict[str, str | None
 
 
 _UNKNOWN = "?"  # no drive recorded the contract yet
+ADDED = "+"  # the phase came into the roadmap inside a drive: no text of its contract is trusted
 
 
 def driven_change(records: list[RoadmapRecord], phase_id: str, now: str | None) -> str | None:
     """Why ``phase_id`` (not started yet) must not start: its contract (``now``) is not as it was when a drive of
-    another phase's run began, and changed inside that drive (or one that never recorded its end: a crash) —
+    another phase's run began, and changed inside that drive (or one that never recorded its end: a crash), or the
+    phase itself came into the roadmap inside it (named by a record after the drive's start, not by that start) —
     put back, it starts; a ``sealed`` record without a run accepts it; an edit between drives is a person's."""
     trusted, blame, driving = _UNKNOWN, None, None  # the accepted hash; the drive that changed it; the open drive
     for r in records:
@@ -268,15 +272,17 @@ def driven_change(records: list[RoadmapRecord], phase_id: str, now: str | None) 
             trusted, blame = r.contract_sha256, None
         if r.type not in ("started", "resumed", "drove"):
             continue
-        if phase_id in r.contracts:  # a record from before the phase was in the roadmap (or this check) has none
+        if driving is not None and driving.contracts and phase_id not in driving.contracts and phase_id in r.contracts:
+            trusted, blame = ADDED, (driving.phase, driving.run_id)  # not in the roadmap as the drive began
+        elif phase_id in r.contracts:  # a record from before the phase was in the roadmap (or this check) has none
             value = r.contracts[phase_id]
             if blame is None and value != trusted and trusted != _UNKNOWN and driving is not None:
-                blame = driving
+                blame = (driving.phase, driving.run_id)
             if blame is None or value == trusted:
                 trusted, blame = value, None
-        driving = (r.phase, r.run_id) if r.type != "drove" and r.phase != phase_id else None
+        driving = r if r.type != "drove" and r.phase != phase_id else None
     if blame is None and now != trusted and trusted != _UNKNOWN and driving is not None:
-        blame = driving
+        blame = (driving.phase, driving.run_id)
     if blame is None or now == trusted:
         return None
     return driven_reason(phase_id, *blame)

@@ -7,6 +7,7 @@ and SDK against the scripted model, real gate commands."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -228,3 +229,28 @@ def test_a_persons_edit_of_a_later_contract_before_any_run_is_taken(project, uns
                                                                                   "max_iterations: 2"))
     engine, _ = scripted_engine(project, _script(tamper=False))
     assert _drive(engine).ending == "complete"
+
+
+# -- a NEW phase added to the roadmap while a phase's run drives -------------------------------------------------
+
+#: p1's worker adds a phase p4 of its own to the roadmap, with a contract whose gate passes whatever it does
+SNEAKY = CONTRACT.replace("PHASE", "p2").replace('run: ["grep -q hello app.py"]', 'run: ["true"]')
+ADDED = (f"printf '%s' {shlex.quote(SNEAKY)} > .odin-loop/contracts/p4.yaml"
+         " && printf -- '- [ ] p4 Sneaky\\n' >> .odin-loop/roadmap.md")
+
+
+def test_a_phase_the_workers_bash_adds_to_the_roadmap_is_blocked_before_it_starts(project, unsandboxed):
+    _project(project)
+    engine, _ = scripted_engine(project, _script(tamper=True, command=ADDED))
+    out = _drive(engine)
+    reason = ("contract .odin-loop/contracts/p4.yaml changed while phase p1's run drove "
+              f"(run {_status(project, 'p1').last_run})")
+    assert (out.ending, out.phase, out.reason) == ("blocked", "p4", reason), out.lines
+    assert any(reason in line and "--accept-contract p4" in line for line in out.lines), out.lines
+    assert [p.id for p in load_roadmap(project / ROADMAP_FILE).phases()] == ["p1", "p2", "p4"]  # the bash did add it
+    p4 = _status(project, "p4")
+    assert (p4.status, p4.reason, p4.contract_changed, p4.runs) == ("blocked", reason, True, [])
+    assert _status(project, "p2").status == "done"  # p2 was there before: it ran
+    assert _drive(engine).reason == reason and _status(project, "p4").runs == []  # it stays stopped
+    out = _drive(engine, accept_contract="p4")  # a person takes it: it runs
+    assert out.ending == "complete", out.lines

@@ -132,3 +132,37 @@ def test_a_not_started_phases_contract_changed_inside_a_drive_is_blamed_on_that_
     drive("started", "z", run="r3", phase="p2")  # p2's own run: its own seal takes over
     drive("drove", "q", run="r3", phase="p2")
     assert driven_change(read_records(project), "p2", "q") is None
+
+
+def test_a_phase_added_to_the_roadmap_inside_a_drive_is_blamed_on_it_and_one_added_between_drives_is_not(
+        project, write_loop):
+    """A phase first seen in a `drove` record (not in its drive's `started`/`resumed`) came in during that drive."""
+    from odin_magic.runs.roadmap_progress import driven_change
+
+    _project(project, write_loop)
+    append_record(project, "started", "p1", run_id="r1", contracts={"p1": "a", "p2": "b"})
+    assert driven_change(read_records(project), "p4", "x") is None  # no record knows p4 yet
+    append_record(project, "drove", "p1", run_id="r1", contracts={"p1": "a", "p2": "b", "p4": "x"})
+    reason = "contract .odin-loop/contracts/p4.yaml changed while phase p1's run drove (run r1)"
+    assert driven_change(read_records(project), "p4", "x") == reason  # added during r1's drive
+    assert driven_change(read_records(project), "p4", None) == reason  # its contract file gone: still not taken
+    append_record(project, "started", "p2", run_id="r2", contracts={"p1": "a", "p2": "b", "p4": "x"})
+    append_record(project, "drove", "p2", run_id="r2", contracts={"p1": "a", "p2": "b", "p4": "x"})
+    assert driven_change(read_records(project), "p4", "x") == reason  # later drives do not launder it
+    append_record(project, "sealed", "p4", contract_sha256="x")  # --accept-contract p4
+    assert driven_change(read_records(project), "p4", "x") is None
+    # p5, added by a person between drives: first seen in a `started` record, taken as it is
+    append_record(project, "started", "p2", run_id="r3", contracts={"p1": "a", "p2": "b", "p4": "x", "p5": "y"})
+    append_record(project, "drove", "p2", run_id="r3", contracts={"p1": "a", "p2": "b", "p4": "x", "p5": "y"})
+    assert driven_change(read_records(project), "p5", "y") is None
+
+
+def test_a_phase_added_inside_a_drive_that_never_ended_is_blamed_on_it(project, write_loop):
+    """A crash mid-drive: the next record of a drive (its run's `resumed`) is the first to name the added phase."""
+    from odin_magic.runs.roadmap_progress import driven_change
+
+    _project(project, write_loop)
+    append_record(project, "started", "p1", run_id="r1", contracts={"p1": "a", "p2": "b"})
+    append_record(project, "resumed", "p1", run_id="r1", contracts={"p1": "a", "p2": "b", "p4": "x"})
+    reason = "contract .odin-loop/contracts/p4.yaml changed while phase p1's run drove (run r1)"
+    assert driven_change(read_records(project), "p4", "x") == reason
