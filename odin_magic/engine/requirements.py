@@ -75,11 +75,18 @@ _PAUSES = {"start": "before it starts", "verdict": "after its gate's verdict", "
            "signoff": "its DONE waits for your sign-off", "run": "its run waits for you"}
 
 
+#: What goes on once a roadmap phase's contract interview is finished (its answers are in).
+INTERVIEW_GOES_ON = "`odin roadmap run` proposes the contract from your answers (`odin roadmap` shows where it stands)"
+
+
 def no_active_run(project_dir: Path, latest: RunState | None, paused: PhaseProgress | None = None) -> NoActiveRun:
     """Nothing to act on: said of the roadmap's ``paused`` phase when it waits for a person (``odin roadmap run``
     goes on, docs/roadmap.md); else of the ``latest`` run when there is one (it has ended: it is not changed, a
     fork continues it), else how to start one."""
     if paused is not None:
+        if paused.pause == "interview" and paused.interview_finished:
+            return NoActiveRun(f"no active run in {project_dir}: the roadmap is paused at phase {paused.phase_id}, "
+                               "its contract interview finished", hint=INTERVIEW_GOES_ON)
         if paused.pause == "interview":
             return NoActiveRun(f"no active run in {project_dir}: the roadmap is paused at phase {paused.phase_id}, "
                                "its contract interview waiting for your answer",

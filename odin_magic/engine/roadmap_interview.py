@@ -209,9 +209,22 @@ def question_waiting(engine, settings=None, tell: Callable[[str], None] | None =
     interview = interview_to_answer(engine.project_dir, state, settings, tell)
     question = interview.question() if interview is not None else None
     if question is None:
-        raise RunRefused("no interview question is waiting", hint="`odin status` shows where the run is")
+        raise _none_waits(engine.project_dir, state)
     return WaitingQuestion(f"phase {interview.phase_id}'s contract interview:\n\n{render_question(question)}",
                            interview, question)
+
+
+def _none_waits(project_dir: Path, active) -> RunRefused:
+    """No question waits: when no run is active and the roadmap is paused at a phase whose contract interview is
+    finished, `odin roadmap run` goes on (it proposes the contract); else `odin status` shows where the run is."""
+    from odin_magic.engine.requirements import INTERVIEW_GOES_ON
+    from odin_magic.runs.roadmap_progress import paused_phase
+
+    paused = paused_phase(project_dir) if active is None else None
+    if paused is not None and paused.interview_finished:
+        return RunRefused(f"no interview question is waiting: phase {paused.phase_id}'s contract interview is "
+                          "finished", hint=INTERVIEW_GOES_ON)
+    return RunRefused("no interview question is waiting", hint="`odin status` shows where the run is")
 
 
 def _model(settings, project_dir: Path, phase_id: str):

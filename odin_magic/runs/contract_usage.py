@@ -11,10 +11,13 @@ them, in ``offline_usd`` as a run's are), added to after every call:
 
 The roadmap's views (``odin roadmap``, the roadmap report) read both through :func:`contract_cost`: one
 figure per phase, named after what it counts (``contract proposal``, ``contract proposal and interview``).
+:func:`interview_finished` tells those views (and the refusals that name the roadmap's pause) whether the
+interview converged: its answers are in, and ``odin roadmap run`` proposes the contract.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -32,6 +35,18 @@ PROPOSAL_USAGE_SUFFIX = ".usage.json"
 def interview_dir(project_dir: Path, phase_id: str) -> Path:
     """Where the contract interview of ``phase_id`` keeps its state."""
     return Path(project_dir) / CONTRACTS_DIR / f"{phase_id}{INTERVIEW_SUFFIX}"
+
+
+def interview_finished(project_dir: Path, phase_id: str) -> bool:
+    """Whether the phase's contract interview converged: its state file (``odin_magic.interview.session.
+    state_path``, named after the phase: the layer below the interview's reads the one field it needs) says
+    ``done``. An unreadable file is not finished (the interview's own commands say why)."""
+    name = "interview.json" if phase_id == "interview" else f"interview-{phase_id}.json"
+    try:
+        state = json.loads((interview_dir(project_dir, phase_id) / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and state.get("phase") == "done"
 
 
 def _paths(project_dir: Path, phase_id: str) -> dict[str, Path]:

@@ -39,7 +39,7 @@ from odin_magic.core.filehash import file_sha256
 from odin_magic.loop.contract import CONTRACTS_DIR, contract_path, load_contract
 from odin_magic.core.errors import OdinError
 from odin_magic.loop.roadmap import ROADMAP_FILE, Roadmap, Phase, load_roadmap, set_phase
-from odin_magic.runs.contract_usage import ContractCost, contract_cost
+from odin_magic.runs.contract_usage import ContractCost, contract_cost, interview_finished
 from odin_magic.runs.state import RunState
 from odin_magic.runs.store import RunCorrupt, RunStore
 
@@ -66,6 +66,7 @@ class PhaseProgress(BaseModel):
     contract_changed: bool = False  # blocked: the contract's bytes are not those its run began under
     undecided: bool = False  # its sealed run ended done, but the phase's outcome is not recorded yet
     contract_cost: ContractCost | None = None  # what its contract's proposals and interview cost (runs.contract_usage)
+    interview_finished: bool = False  # paused at its contract interview, which converged: `roadmap run` goes on
 
     @property
     def finished(self) -> bool:
@@ -169,7 +170,18 @@ def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
         out[phase.id].contract_cost = _contract_cost(project_dir, phase.id)
         if out[phase.id].status in ("pending", "paused") and not states:
             _not_started(project_dir, out[phase.id], records)
+        _interview_done(project_dir, out[phase.id])
     return out
+
+
+#: What a phase paused at its contract interview waits for once the interview converged.
+INTERVIEW_FINISHED = "its contract interview is finished: `odin roadmap run` proposes the contract from your answers"
+
+
+def _interview_done(project_dir: Path, p: PhaseProgress) -> None:
+    """A phase paused at its contract interview whose last answer is in waits for `odin roadmap run`, not an answer."""
+    if p.status == "paused" and p.pause == "interview" and interview_finished(project_dir, p.phase_id):
+        p.interview_finished, p.reason = True, INTERVIEW_FINISHED
 
 
 def _contract_cost(project_dir: Path, phase_id: str) -> ContractCost | None:

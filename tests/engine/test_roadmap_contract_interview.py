@@ -103,6 +103,7 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
         code, out, err = odin(project, "answer", answer, capsys=capsys)
         assert code == 0, err
     assert "its contract interview is finished" in out and "`odin roadmap run`" in out
+    _say_the_interview_is_finished(project, capsys)
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)  # the contract, written and shown
     assert code == 0 and "scope: app.py" in out and contract_path(project, "p1").is_file()
     assert "settle these" not in out  # the script's second proposal, in this new command: nothing left open
@@ -113,6 +114,19 @@ def test_offline_the_terminal_answers_a_phases_contract_interview(project, tmp_p
     assert f"contract proposal and interview: {total} tokens, " in out, out
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "roadmap complete" in out
+
+
+def _say_the_interview_is_finished(project, capsys) -> None:
+    """After the last answer, before `odin roadmap run`: `odin roadmap`, `odin answer` and `odin question` say the
+    interview is finished and `odin roadmap run` proposes the contract (none says an answer waits)."""
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    assert code == 0 and "— its contract interview is finished: `odin roadmap run` proposes" in out, out
+    assert "waits for your answer" not in out, out
+    for argv in (("answer", "more"), ("question",)):
+        code, out, err = odin(project, *argv, capsys=capsys)
+        assert code != 0 and "contract interview" in err and "finished" in err, (argv, err)
+        assert "`odin roadmap run` proposes the contract" in err and "waiting for your answer" not in err, err
+        assert "odin status" not in err, err
 
 
 def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_path, monkeypatch, capsys):

@@ -124,8 +124,14 @@ def test_percent_odin_question_shows_a_phases_contract_interview_question(ip, tm
         assert "Which word does greet return?" in repr(ip.run_line_magic("odin", "question"))
         for answer in ANSWERS[1:]:
             ip.run_line_magic("odin", f"answer {answer}")
-        with pytest.raises(UsageError, match="no interview question is waiting"):
-            ip.run_line_magic("odin", "question")
+        for line in ("question", "answer more"):  # finished: `%odin roadmap run` proposes the contract
+            with pytest.raises(UsageError) as info:
+                ip.run_line_magic("odin", line)
+            said = str(info.value)
+            assert "contract interview" in said and "finished" in said and "waiting for your answer" not in said
+            assert "`%odin roadmap run` proposes the contract" in said and "status" not in said, said
+        shown = repr(ip.run_line_magic("odin", "roadmap"))
+        assert "contract interview is finished" in shown and "waits for your answer" not in shown, shown
     finally:
         magics.project, magics.script, magics.widgets = "", None, None
 
