@@ -205,3 +205,37 @@ def test_with_widgets_the_contract_interview_shows_its_question_panel_and_its_bu
         assert contract_path(project, "p1").is_file()
     finally:
         magics.project, magics.script, magics.widgets = "", None, None
+
+
+def test_a_stale_contract_question_panel_sends_nothing(ip, tmp_path):
+    """A panel whose question was answered elsewhere (`%odin answer`, a newer panel shown by `%odin question`)
+    answers nothing with its buttons: it says the question was already answered and `%odin question` shows the
+    current one; the waiting question stays as it was."""
+    import ipywidgets as w
+    from IPython.utils.capture import capture_output
+
+    from odin_magic.engine.roadmap_interview import waiting_interview
+
+    project = _interview_project(ip, tmp_path)
+    magics = ip.magics_manager.registry["OdinMagics"]
+    magics.widgets = True
+    try:
+        with capture_output() as cap:
+            ip.run_line_magic("odin", "roadmap run")
+        [old] = _shown_panels(cap)  # the topology
+        with capture_output():
+            ip.run_line_magic("odin", "answer confirm")  # answered in the cell (as a terminal would)
+        with capture_output() as cap:
+            ip.run_line_magic("odin", "question")
+        [newer] = _shown_panels(cap)  # round 1
+        _button(old, "Confirm topology").click()
+        state = waiting_interview(project).state()
+        assert state.pending.text == "Which word does greet return?" and state.rounds == [], state.rounds
+        said = old.children[0].value
+        assert "this question was already answered; `%odin question` shows the current one" in said, said
+        _widget(newer, w.Textarea).value = "greet returns exactly the word hello"
+        _button(newer, "Send answer").click()  # the newer panel answers: round 2 waits
+        assert waiting_interview(project).state().pending.round == 2
+    finally:
+        magics.project, magics.script, magics.widgets = "", None, None
+
