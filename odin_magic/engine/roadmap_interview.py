@@ -19,6 +19,7 @@ show on the phase's line and in their totals.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,7 +34,8 @@ from odin_magic.interview.session import SPEC_FILE, InterviewPlace, InterviewSes
 from odin_magic.loop.contract import CONTRACTS_DIR
 from odin_magic.loop.roadmap import Phase, Roadmap
 from odin_magic.loop.schema import Stage
-from odin_magic.runs.contract_usage import INTERVIEW_SUFFIX, add_interview_usage, interview_dir, interview_usage
+from odin_magic.runs.contract_usage import (INTERVIEW_SUFFIX, USAGE_FILE, add_interview_usage, interview_dir,
+                                            interview_usage)
 from odin_magic.runs.state import Usage
 
 SEED_FILE = "seed.json"
@@ -126,7 +128,25 @@ class ContractInterview:
         finally:
             usage = session.take_usage() + (failed if isinstance(failed, Usage) else Usage())
             if usage.total_tokens or usage.cost_usd:
-                add_interview_usage(self.project, self.phase_id, usage)
+                self._add_usage(usage)
+
+    def _add_usage(self, usage: Usage) -> None:
+        """Count ``usage`` in the interview's usage.json; a file that cannot be read or written never fails the
+        answer (it is kept) nor hides the call's own error: a one-line warning says which file and what to do."""
+        try:
+            add_interview_usage(self.project, self.phase_id, usage)
+        except (OdinError, OSError) as exc:
+            if isinstance(exc, OdinError):
+                said, fix = exc.message, exc.hint
+            else:
+                said = (f"{interview_dir(self.project, self.phase_id) / USAGE_FILE}: the contract interview's usage "
+                        f"cannot be written ({exc.__class__.__name__})")
+                fix = "make the folder writable"
+            line = f"warning: phase {self.phase_id}: {usage.total_tokens} tokens not counted: {said}; {fix}"
+            if self._tell is not None:
+                self._tell(line)
+            else:
+                warnings.warn(line, RuntimeWarning, stacklevel=3)
 
     def context(self) -> str:
         """What the interview settled, for the second proposal: the open questions, every answer, the spec."""

@@ -30,11 +30,10 @@ def report_text(roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,
 
 def _cost(p: PhaseProgress) -> str:
     """The phase's runs' cost, and its contract's (the model's proposals and interview) when it had one."""
-    from odin_magic.render.text import cost_text
+    from odin_magic.render.roadmap_view import contract_cost_text
 
     c = p.contract_cost
-    contract = f"; {c.what}: {c.usage.total_tokens} tokens, {cost_text(c.usage)}" if c is not None else ""
-    return f"${p.cost_usd:.2f}{contract}"
+    return f"${p.cost_usd:.2f}" + (f"; {contract_cost_text(c)}" if c is not None else "")
 
 
 def write_report(project_dir: Path, roadmap: Roadmap, states: dict[str, PhaseProgress], ending: str,

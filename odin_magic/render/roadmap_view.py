@@ -66,12 +66,17 @@ class PhaseRow:
         return out
 
     def contract_cost(self) -> str:
-        """``contract proposal and interview: N tokens, $X`` (named after what it counts; offline: ``≈ $X if
-        run on Claude; nothing spent``)."""
-        if self.contract is None:
-            return ""
-        usage = self.contract.usage
-        return f"{self.contract.what}: {usage.total_tokens} tokens, {cost_text(usage)}"
+        """What its contract cost (:func:`contract_cost_text`); "" when no model call made it."""
+        return contract_cost_text(self.contract) if self.contract is not None else ""
+
+
+def contract_cost_text(cost: "ContractCost") -> str:
+    """``contract proposal and interview: N tokens, $X`` (named after what it counts; offline: ``≈ $X if run on
+    Claude; nothing spent``), and ``contract interview: cost unreadable (<its usage file>; delete it ...)`` for a
+    usage file that cannot be read (its cost unknown, not left out silently)."""
+    said = [f"{cost.what}: {cost.usage.total_tokens} tokens, {cost_text(cost.usage)}"] if cost.counted else []
+    return "; ".join(said + [f"contract {part}: cost unreadable ({path}; delete it to count again from the next "
+                             "model call)" for part, path in cost.unreadable.items()])
 
 
 @dataclass(frozen=True)
@@ -142,7 +147,7 @@ def _summary(rows: Sequence[MilestoneRow]) -> str:
     for p in phases:
         counts[p.status_text()] = counts.get(p.status_text(), 0) + 1
     told = ", ".join(f"{n} {status}" for status, n in counts.items())
-    contracts = [p.contract.usage for p in phases if p.contract is not None]
+    contracts = [p.contract.usage for p in phases if p.contract is not None and p.contract.counted]
     cost = sum(p.cost_usd or 0.0 for p in phases) + sum(u.cost_usd for u in contracts)
     offline = sum(p.offline_usd for p in phases) + sum(u.offline_usd for u in contracts)
     text = f"{len(phases)} phase(s): {told}" + (f"; cost {_cost(cost, offline)}" if cost else "")
@@ -150,6 +155,9 @@ def _summary(rows: Sequence[MilestoneRow]) -> str:
         tokens = sum(u.total_tokens for u in contracts)
         text += (f" (contract proposals and interviews: {tokens} tokens, "
                  f"{_cost(sum(u.cost_usd for u in contracts), sum(u.offline_usd for u in contracts))})")
+    unknown = [p.id for p in phases if p.contract is not None and p.contract.unreadable]
+    if unknown:  # its cost cannot be read: not in these totals, and they say so
+        text += f"; not counted: the unreadable contract cost of {', '.join(unknown)}"
     return text
 
 

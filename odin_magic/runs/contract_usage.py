@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.errors import OdinError
@@ -92,10 +92,17 @@ def add_proposal_usage(project_dir: Path, phase_id: str, usage: Usage) -> Usage:
 
 
 class ContractCost(BaseModel):
-    """What making a phase's contract cost: its proposals and its interview (either None when it had none)."""
+    """What making a phase's contract cost: its proposals and its interview (either None when it had none, or
+    when its usage file cannot be read: then ``unreadable`` names that file, relative to the project)."""
 
     proposal: Usage | None = None
     interview: Usage | None = None
+    unreadable: dict[str, str] = Field(default_factory=dict)  # "proposal"/"interview": its unreadable usage file
+
+    @property
+    def counted(self) -> bool:
+        """Whether a usage file that could be read counts a model call."""
+        return self.proposal is not None or self.interview is not None
 
     @property
     def usage(self) -> Usage:
@@ -110,10 +117,15 @@ class ContractCost(BaseModel):
 
 
 def contract_cost(project_dir: Path, phase_id: str) -> ContractCost | None:
-    """What the phase's contract cost (its proposals and its interview); None when no model call made it."""
-    def counted(usage: Usage | None) -> Usage | None:
-        return usage if usage is not None and (usage.total_tokens or usage.cost_usd) else None
-
-    cost = ContractCost(proposal=counted(proposal_usage(project_dir, phase_id)),
-                        interview=counted(interview_usage(project_dir, phase_id)))
-    return cost if cost.proposal is not None or cost.interview is not None else None
+    """What the phase's contract cost (its proposals and its interview); None when no model call made it. A usage
+    file that cannot be read is named in ``unreadable`` (its cost unknown), not raised: the views say so."""
+    cost = ContractCost()
+    for part, path in _paths(project_dir, phase_id).items():
+        try:
+            usage = _read(path, f"contract {part}")
+        except OdinError:
+            cost.unreadable[part] = path.relative_to(project_dir).as_posix()
+            continue
+        if usage is not None and (usage.total_tokens or usage.cost_usd):
+            setattr(cost, part, usage)
+    return cost if cost.counted or cost.unreadable else None

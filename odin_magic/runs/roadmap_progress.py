@@ -167,7 +167,7 @@ def progress(project_dir: Path, roadmap: Roadmap) -> dict[str, PhaseProgress]:
         states = [s for s in runs.get(phase.id, []) if s.run_id not in ignored]
         out[phase.id] = _fold(project_dir, phase, states, mine)
         out[phase.id].notes_written = written
-        out[phase.id].contract_cost = _contract_cost(project_dir, phase.id)
+        out[phase.id].contract_cost = contract_cost(project_dir, phase.id)
         if out[phase.id].status in ("pending", "paused") and not states:
             _not_started(project_dir, out[phase.id], records)
         _interview_done(project_dir, out[phase.id])
@@ -182,13 +182,6 @@ def _interview_done(project_dir: Path, p: PhaseProgress) -> None:
     """A phase paused at its contract interview whose last answer is in waits for `odin roadmap run`, not an answer."""
     if p.status == "paused" and p.pause == "interview" and interview_finished(project_dir, p.phase_id):
         p.interview_finished, p.reason = True, INTERVIEW_FINISHED
-
-
-def _contract_cost(project_dir: Path, phase_id: str) -> ContractCost | None:
-    try:
-        return contract_cost(project_dir, phase_id)
-    except OdinError:  # an unreadable usage file: the contract's cost is unknown, the roadmap still shown
-        return None
 
 
 def _fold(project_dir: Path, phase: Phase, states: list[RunState], recs: list[RoadmapRecord]) -> PhaseProgress:

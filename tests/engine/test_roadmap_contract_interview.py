@@ -129,6 +129,18 @@ def _say_the_interview_is_finished(project, capsys) -> None:
         assert "odin status" not in err, err
 
 
+def _claude_interview(project, tmp_path, monkeypatch, **answers) -> None:
+    """The project, its interview's model Claude's (its requests answered by the offline scripted Messages API)."""
+    make_project(project)
+    script = roadmap_script()
+    del script["interview"]  # no scripted interview: the interview model is Claude's, over the scripted API
+    script["answers"].update({
+        "interview-propose": {"p1": [{"goal": "Greet people", "components": [{"name": "Greeting"}]}]},
+        "interview-explore": {"p1": [{"findings": [{"text": "greet lives in app.py", "citation": "app.py:1"}]}]},
+        "interview-question": {"p1": [{"question": "Which word does greet return?"}]}, **answers})
+    _env(tmp_path, monkeypatch, script)
+
+
 def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_path, monkeypatch, capsys):
     """The contract's model calls (its proposal, then its interview: Claude's requests answered by the offline
     scripted Messages API, through the real SDK) cost tokens: kept in the proposal's and the interview's usage
@@ -139,14 +151,7 @@ def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_
     from odin_magic.render.text import cost_text
     from odin_magic.runs.contract_usage import contract_cost, proposal_usage
 
-    make_project(project)
-    script = roadmap_script()
-    del script["interview"]  # no scripted interview: the interview model is Claude's, over the scripted API
-    script["answers"].update({
-        "interview-propose": {"p1": [{"goal": "Greet people", "components": [{"name": "Greeting"}]}]},
-        "interview-explore": {"p1": [{"findings": [{"text": "greet lives in app.py", "citation": "app.py:1"}]}]},
-        "interview-question": {"p1": [{"question": "Which word does greet return?"}]}})
-    _env(tmp_path, monkeypatch, script)
+    _claude_interview(project, tmp_path, monkeypatch)
     monkeypatch.setenv("ODIN_RECORD", str(tmp_path / "session.recording.yaml"))
     code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
     assert code == 0 and "I split the work into: C1 Greeting" in out, out
@@ -173,3 +178,52 @@ def test_the_contracts_model_cost_is_in_the_roadmap_and_its_report(project, tmp_
     assert more.total_tokens > cost.usage.total_tokens and more.cost_usd > cost.usage.cost_usd
     code, out, _ = odin(project, "roadmap", capsys=capsys)
     assert f"contract proposal and interview: {more.total_tokens} tokens, {cost_text(more)}" in out, out
+
+
+def test_an_unreadable_interview_usage_never_fails_the_answer(project, tmp_path, monkeypatch, capsys):
+    """usage.json damaged: `odin answer` keeps the answer and exits 0, a one-line warning naming the file and
+    the fix; a failing call still says its own error; `odin roadmap` shows the interview's cost as unreadable
+    (and the proposal's, when its usage file is damaged too), its totals say it is not counted."""
+    _claude_interview(project, tmp_path, monkeypatch, **{"interview-score": {"p1": [{"scores": "not a mapping"}]}})
+    code, out, _ = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 0 and "I split the work into: C1 Greeting" in out, out
+    usage = interview_dir(project, "p1") / "usage.json"
+    usage.write_text("{not json")
+    code, out, err = odin(project, "answer", "confirm", capsys=capsys)
+    assert code == 0 and "Which word does greet return?" in out, (out, err)
+    [warning] = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert str(usage) in warning and "delete it" in warning, warning
+    assert waiting_interview(project).state().topology_confirmed_at  # the answer is kept
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    shown = "contract interview: cost unreadable (.odin-loop/contracts/p1.interview/usage.json; delete it"
+    assert code == 0 and shown in out and out.count("cost unreadable") == 1, out
+    p1 = next(line for line in out.splitlines() if "p1 Greet people" in line)
+    assert "contract proposal: " in p1 and " tokens, " in p1, p1  # the proposal's readable cost still shown
+    assert "not counted: the unreadable contract cost of p1" in out.splitlines()[-1], out
+    _an_unreadable_proposal_usage_is_said(project, capsys)
+    usage.write_text("{not json")
+    try:  # the next answer's scoring reply does not fit: that error is said, not the usage file's
+        code, out, err = odin(project, "answer", "hello", capsys=capsys)
+    except Exception as exc:  # noqa: BLE001 - whatever the call raised, it is its own error
+        code, out, err = 1, capsys.readouterr().out, str(exc)
+    assert code != 0 and "usage" not in err and "score" in err, err
+    assert "warning: phase p1: " in out and "tokens not counted" in out, out
+
+
+def _an_unreadable_proposal_usage_is_said(project, capsys) -> None:
+    """The proposal's usage file damaged too: `odin roadmap` and the roadmap report say both costs are unreadable
+    (which file, how to count again), and no contract figure that would leave them out silently."""
+    from odin_magic.engine.roadmap_report import report_text
+
+    proposal = project / ".odin-loop" / "contracts" / "p1.usage.json"
+    kept = proposal.read_text()
+    proposal.write_text("[]")
+    code, out, _ = odin(project, "roadmap", capsys=capsys)
+    shown = "contract proposal: cost unreadable (.odin-loop/contracts/p1.usage.json; delete it to count again"
+    assert code == 0 and shown in out and out.count("cost unreadable") == 2, out
+    assert " tokens, " not in next(line for line in out.splitlines() if "p1 Greet people" in line), out
+    assert "contract proposals and interviews:" not in out, out
+    roadmap = load_roadmap(project / ROADMAP_FILE)
+    report = report_text(roadmap, progress(project, roadmap), "paused", [])
+    assert shown in report and report.count("cost unreadable") == 2, report
+    proposal.write_text(kept)
