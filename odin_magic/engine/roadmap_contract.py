@@ -18,8 +18,9 @@ line of the roadmap's views. With ``ODIN_RECORD`` set the proposal's exchanges a
 from __future__ import annotations
 
 import uuid
+import warnings
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 
@@ -29,7 +30,7 @@ from odin_magic.loop.contract import (
     CONTRACTS_DIR, Contract, contract_path, load_contract, render_contract, validate_contract_text,
 )
 from odin_magic.loop.roadmap import Phase, Roadmap
-from odin_magic.runs.contract_usage import add_proposal_usage
+from odin_magic.runs.contract_usage import count_usage
 from odin_magic.runs.state import Usage
 
 RULES = """You write the contract of one phase of a software roadmap for odin-magic. The contract fixes: the \
@@ -66,16 +67,26 @@ def existing_contract(project_dir: Path, phase: Phase) -> Contract | None:
 
 
 def propose_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None,
-                     context: str | None = None) -> tuple[Contract, list[str]]:
+                     context: str | None = None, tell: Callable[[str], None] | None = None
+                     ) -> tuple[Contract, list[str]]:
     """Ask the model for the phase's contract, validate it, write it; the contract and the open questions."""
-    proposal = ask_contract(project_dir, roadmap, phase, settings, context)
+    proposal = ask_contract(project_dir, roadmap, phase, settings, context, tell)
     return write_contract(project_dir, phase, proposal), list(proposal.questions)
 
 
+def say(line: str, tell: Callable[[str], None] | None) -> None:
+    """``line`` (a warning) to the front end's ``tell``; without one, as a Python warning."""
+    if tell is not None:
+        tell(line)
+    else:
+        warnings.warn(line, RuntimeWarning, stacklevel=3)
+
+
 def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=None,
-                 context: str | None = None) -> ContractProposal:
+                 context: str | None = None, tell: Callable[[str], None] | None = None) -> ContractProposal:
     """The model's proposal for the phase's contract (nothing written); ``context``: what a person settled
-    since (the phase's interview), sent with the phase's entry."""
+    since (the phase's interview), sent with the phase's entry; ``tell``: where a warning goes (a cost that
+    cannot be counted never fails the proposal nor hides its own error)."""
     from odin_magic.authoring.new_loop import model_configured
     from odin_magic.workers.client import run_coroutine
     from odin_magic.workers.config import Settings
@@ -91,8 +102,8 @@ def ask_contract(project_dir: Path, roadmap: Roadmap, phase: Phase, settings=Non
         return run_coroutine(lambda: _ask(roadmap, phase, settings, (_client_factory(settings, project_dir), spent),
                                           context))
     finally:  # every reply was paid for, also one that did not fit or a proposal that failed afterwards
-        if spent:
-            add_proposal_usage(project_dir, phase.id, sum(spent, Usage()))
+        if spent and (said := count_usage(project_dir, phase.id, "proposal", sum(spent, Usage()))) is not None:
+            say(said, tell)
 
 
 def _client_factory(settings, project_dir: Path):

@@ -225,7 +225,7 @@ class RoadmapDriver:
         interview = ContractInterview(self.project, phase.id, self.options.settings, tell=self.tell)
         if not interview.exists:
             self.tell(f"phase {phase.id} has no contract: asking the model for one")
-            proposal = ask_contract(self.project, roadmap, phase, self.options.settings)
+            proposal = ask_contract(self.project, roadmap, phase, self.options.settings, tell=self.tell)
             if not proposal.questions:
                 return write_contract(self.project, phase, proposal)
             self.tell(f"phase {phase.id}: the model could not settle its contract ({'; '.join(proposal.questions)}); "
@@ -238,7 +238,7 @@ class RoadmapDriver:
         self.tell(f"phase {phase.id}: its contract interview is finished; asking the model for the contract again, "
                   "with your answers")
         contract, questions = propose_contract(self.project, roadmap, phase, self.options.settings,
-                                               context=interview.context())
+                                               context=interview.context(), tell=self.tell)
         if questions:
             reason = "settle these in the contract first: " + "; ".join(questions)
             return self._pause(phase, "start", contract=contract, reason=reason)

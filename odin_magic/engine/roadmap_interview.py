@@ -19,7 +19,6 @@ show on the phase's line and in their totals.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,14 +27,13 @@ from pydantic import BaseModel, ValidationError
 
 from odin_magic.core.atomic import write_atomic
 from odin_magic.core.errors import OdinError, RunRefused
-from odin_magic.engine.roadmap_contract import phase_entry
+from odin_magic.engine.roadmap_contract import phase_entry, say
 from odin_magic.interview.models import InterviewState, PendingQuestion
 from odin_magic.interview.session import SPEC_FILE, InterviewPlace, InterviewSession, load_state, state_path
 from odin_magic.loop.contract import CONTRACTS_DIR
 from odin_magic.loop.roadmap import Phase, Roadmap
 from odin_magic.loop.schema import Stage
-from odin_magic.runs.contract_usage import (INTERVIEW_SUFFIX, USAGE_FILE, add_interview_usage, interview_dir,
-                                            interview_usage)
+from odin_magic.runs.contract_usage import INTERVIEW_SUFFIX, count_usage, interview_dir, interview_usage
 from odin_magic.runs.state import Usage
 
 SEED_FILE = "seed.json"
@@ -133,20 +131,9 @@ class ContractInterview:
     def _add_usage(self, usage: Usage) -> None:
         """Count ``usage`` in the interview's usage.json; a file that cannot be read or written never fails the
         answer (it is kept) nor hides the call's own error: a one-line warning says which file and what to do."""
-        try:
-            add_interview_usage(self.project, self.phase_id, usage)
-        except (OdinError, OSError) as exc:
-            if isinstance(exc, OdinError):
-                said, fix = exc.message, exc.hint
-            else:
-                said = (f"{interview_dir(self.project, self.phase_id) / USAGE_FILE}: the contract interview's usage "
-                        f"cannot be written ({exc.__class__.__name__})")
-                fix = "make the folder writable"
-            line = f"warning: phase {self.phase_id}: {usage.total_tokens} tokens not counted: {said}; {fix}"
-            if self._tell is not None:
-                self._tell(line)
-            else:
-                warnings.warn(line, RuntimeWarning, stacklevel=3)
+        said = count_usage(self.project, self.phase_id, "interview", usage)
+        if said is not None:
+            say(said, self._tell)
 
     def context(self) -> str:
         """What the interview settled, for the second proposal: the open questions, every answer, the spec."""

@@ -71,6 +71,22 @@ def _add(project_dir: Path, phase_id: str, part: str, usage: Usage) -> Usage:
     return total
 
 
+def count_usage(project_dir: Path, phase_id: str, part: str, usage: Usage) -> str | None:
+    """Add ``usage`` to the ``part`` ("proposal", "interview") of the phase's contract cost, never failing: a
+    file that cannot be read or written gives the one-line warning to say instead (None: counted)."""
+    try:
+        _add(project_dir, phase_id, part, usage)
+    except (OdinError, OSError) as exc:
+        if isinstance(exc, OdinError):
+            said, fix = exc.message, exc.hint
+        else:
+            said = (f"{_paths(project_dir, phase_id)[part]}: the contract {part}'s usage cannot be written "
+                    f"({exc.__class__.__name__})")
+            fix = "make the folder writable"
+        return f"warning: phase {phase_id}: {usage.total_tokens} tokens not counted: {said}; {fix}"
+    return None
+
+
 def interview_usage(project_dir: Path, phase_id: str) -> Usage | None:
     """What the phase's contract interview cost so far; None when it made no model call (or has none)."""
     return _read(_paths(project_dir, phase_id)["interview"], "contract interview")

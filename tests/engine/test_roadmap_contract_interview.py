@@ -227,3 +227,16 @@ def _an_unreadable_proposal_usage_is_said(project, capsys) -> None:
     report = report_text(roadmap, progress(project, roadmap), "paused", [])
     assert shown in report and report.count("cost unreadable") == 2, report
     proposal.write_text(kept)
+
+
+def test_an_unreadable_proposal_usage_never_fails_the_proposal(project, tmp_path, monkeypatch, capsys):
+    """The proposals' usage file damaged before `odin roadmap run` asks the model: the proposal goes on (here
+    to the interview it asks for), a one-line warning names the file and the fix."""
+    _claude_interview(project, tmp_path, monkeypatch)
+    proposal = project / ".odin-loop" / "contracts" / "p1.usage.json"
+    proposal.parent.mkdir(parents=True, exist_ok=True)
+    proposal.write_text("{not json")
+    code, out, err = odin(project, "roadmap", "run", capsys=capsys)
+    assert code == 0 and "I split the work into: C1 Greeting" in out, (out, err)
+    [warning] = [line for line in out.splitlines() if "warning:" in line]
+    assert str(proposal) in warning and "tokens not counted" in warning and "delete it" in warning, warning
