@@ -35,6 +35,7 @@ from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the fron
     damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
 )
+from odin_magic.render.text import continues
 from odin_magic.engine.session import (  # noqa: F401 - handed on: Session, WorkerFailed, InterviewRunner
     Clock, InterviewRunner, Session, WorkerFailed, copy_state, local_naive, stamp
 )
@@ -480,7 +481,7 @@ class Engine:
                 break
             if self._stop.is_set():
                 self._emit("stopped", st, stage=st.current_stage,
-                           text=f"stopped before stage {st.current_stage}; `odin run` resumes the run")
+                           text=f"stopped before stage {st.current_stage}; `{continues(st)}` resumes the run")
                 break
             if self._check_timeout(s):
                 break

@@ -30,10 +30,11 @@ def require_status(state: RunState, action: str, driven: bool = False) -> None:
     where = f"run {state.run_id} is " + ("ready (nothing drives it now)" if ready else state.status)
     asking = "the interview waits for an answer: `answer TEXT` (`question` shows it)"
     continues = f"`{continues_with(state)}` continues it; `odin status` shows where it is"
+    goes_on = f"`{continues_with(state).removeprefix('odin ')}` continues it; `status` shows where it is"
     if action == "approve":
         raise RunRefused(f"{where}, not waiting for approval",
                          hint=asking if state.status == "awaiting_answer" else
-                         continues if ready else "`run` continues it; `status` shows where it is")
+                         continues if ready else goes_on)
     if action == "revise":
         raise RunRefused(f"{where}, not paused for review: revise applies to a stage awaiting approval",
                          hint=asking if state.status == "awaiting_answer" else

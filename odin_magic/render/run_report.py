@@ -38,7 +38,7 @@ from odin_magic.runs.records import Notice
 from odin_magic.loop.schema import Loop
 from odin_magic.runs.state import HistoryEntry, RunState, Usage
 from odin_magic.render.metric_text import metric_lines
-from odin_magic.render.text import cost_text, history_with_reverts
+from odin_magic.render.text import blocked_fix, cost_text, history_with_reverts
 from odin_magic.runs.metric_history import series_of
 from odin_magic.core.secrets import redact_text
 from odin_magic.core.atomic import write_atomic
@@ -180,7 +180,7 @@ def sections(state: RunState, loop: Loop | None, g: _Gathered) -> list[tuple[str
         head.append(f"- **why it failed**: {state.failure_reason}")
     if state.status == "blocked" and state.blocked is not None:
         head.append(f"- **blocked** ({state.blocked.kind}) at {state.blocked.stage}: {state.blocked.reason}")
-        head.append(f"- **to do**: {state.blocked.fix}")
+        head.append(f"- **to do**: {blocked_fix(state)}")
     out = [("Summary", "\n".join(head))]
 
     out.append(("Path through the stages", _path(state)))

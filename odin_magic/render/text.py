@@ -119,7 +119,7 @@ def render_status(state: RunState, loop: Loop | None = None, history_tail: int =
                      + "; ".join(f"{c.stage}: {c.text}" for c in shown))
     if state.status == "blocked" and state.blocked is not None:
         lines.append(f"blocked  {state.blocked.kind} at {state.blocked.stage}: {state.blocked.reason}")
-        lines.append(f"to do    {state.blocked.fix}")
+        lines.append(f"to do    {blocked_fix(state)}")
     total = state.usage.total
     if total.total_tokens or total.cost_usd:
         lines.append(f"usage    {total.total_tokens} tokens, {cost_text(total)}")
@@ -157,6 +157,13 @@ def continues(state: RunState, odin: str = "odin") -> str:
     return f"{odin} roadmap run" if phase_of_task(state.task) else f"{odin} run"
 
 
+def blocked_fix(state: RunState) -> str:
+    """The blocked run's fix, its "`odin run`" said as the command that continues it (a roadmap phase's run:
+    ``odin roadmap run``; the engine wrote the fix without knowing)."""
+    fix = state.blocked.fix if state.blocked is not None else ""
+    return fix.replace("`odin run`", f"`{continues(state)}`")
+
+
 def next_hint(state: RunState, odin: str = "odin") -> str:
     """What the user can do next with the run, in the commands of the front end (``odin``: the CLI's, ``%odin``:
     the notebook's); empty for a run that ended."""
@@ -166,7 +173,7 @@ def next_hint(state: RunState, odin: str = "odin") -> str:
         return f"{state.current_stage} asks you a question: {odin} answer \"your answer\"."
     if state.status == "blocked" and state.blocked is not None:
         b = state.blocked
-        return (f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {b.fix} "
+        return (f"{b.stage} is blocked ({b.kind}): {b.reason}. To do: {blocked_fix(state)} "
                 f"({continues(state, odin)} continues it).")
     if state.status == "running":
         stop = ", %odin stop ends it after the current step" if odin == "%odin" else ""

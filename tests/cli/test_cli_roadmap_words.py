@@ -1,0 +1,97 @@
+"""What odin says of a roadmap phase's run and of a phase blocked on its contract: the command it names is the
+one that works there (`odin roadmap run`, not `odin run`; `odin abandon` then `odin roadmap run` for a contract
+changed to widen a scope). The real engine, Claude worker and SDK against the scripted model drive the roadmap;
+the commands are the terminal's, through its parser."""
+
+from __future__ import annotations
+
+import json
+
+from odin_magic.cli import main
+from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
+from support.roadmap_projects import TINY, roadmap_project
+from support.scripted_runs import Events, scripted_engine
+
+ROADMAP = "# Greeter\n\nautonomy: {autonomy}\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
+APP = "def greet():\n    return 'hello'\n"
+CHEAT = "import pytest\n"
+
+
+def _script(extra: str = "") -> str:
+    return f"""
+stages:
+  apply-p1:
+    - tools:
+        - write: {{file_path: app.py, content: {APP!r}}}{extra}
+        - write: {{file_path: "{{run_dir}}/change-notes.md", content: "changed app.py"}}
+    - text: done
+default_verdict: {{passed: true, reasons: [scripted]}}
+"""
+
+
+CONFTEST = f"\n        - write: {{file_path: tests/conftest.py, content: {json.dumps(CHEAT)}}}"
+SCOPED = TINY.replace('scope: ["app.py"]', 'scope: ["app.py", "tests/**"]')
+
+
+def _project(project, autonomy="autonomous", contract=TINY, iterations=3):
+    contracts = roadmap_project(project, ROADMAP.format(autonomy=autonomy), ("p1", "p2"))
+    for phase in ("p1", "p2"):
+        (contracts / f"{phase}.yaml").write_text(
+            contract.format(phase=phase, impact="internal", gate="grep -q hello app.py", iterations=iterations))
+    return contracts
+
+
+def odin(capsys, project, *argv):
+    code = main([*argv, "--project", str(project)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _blocked_by_scope(project):
+    """p1's worker writes tests/conftest.py each try: its scope's glob does not allow it, the same failure
+    again and again blocks p1's run (repeated), and the roadmap pauses at it."""
+    contracts = _project(project, contract=SCOPED, iterations=5)
+    engine, _ = scripted_engine(project, _script(CONFTEST))
+    out = RoadmapDriver(engine, options=RoadmapOptions()).run()
+    return contracts, engine, out
+
+
+HELO = """
+stages:
+  apply-p1:
+    attempts:
+      - turns:
+          - tools:
+              - write: {file_path: "{run_dir}/change-notes.md", content: "not yet"}
+          - text: done
+      - turns:
+          - tools:
+              - write: {file_path: app.py, content: "def greet():\\n    return 'hello'\\n"}
+              - write: {file_path: "{run_dir}/change-notes.md", content: "changed app.py"}
+          - text: done
+default_verdict: {passed: true, reasons: [scripted]}
+"""
+
+
+def test_a_hitl_phase_runs_stop_says_odin_roadmap_run_resumes_it(project):
+    """hitl: the driver stops the phase's run after each gate verdict; its first try fails the gate, so the
+    run stops before its stage runs again, and says what resumes it: `odin roadmap run`, the driver."""
+    _project(project, autonomy="hitl")
+    events = Events()
+    engine, _ = scripted_engine(project, HELO, events)
+    for _ in range(3):
+        RoadmapDriver(engine, options=RoadmapOptions()).run()
+    stops = [e.text for e in events if e.kind == "stopped"]
+    assert stops, events.kinds()
+    assert all("`odin roadmap run` resumes the run" in t and "`odin run`" not in t for t in stops), stops
+
+
+def test_status_and_approve_of_a_blocked_phase_run_name_odin_roadmap_run(project, capsys):
+    _, engine, out = _blocked_by_scope(project)
+    assert (out.ending, out.phase) == ("paused", "p1"), out.lines
+    assert engine.status().status == "blocked"
+    code, text, _ = odin(capsys, project, "status")
+    todo = next(line for line in text.splitlines() if line.startswith("to do"))
+    assert "`odin roadmap run` continues" in todo and "`odin run`" not in todo, todo
+    code, _, err = odin(capsys, project, "approve")
+    assert code == 1 and "`roadmap run` continues it" in err and "`run` continues" not in err, err
