@@ -26,7 +26,9 @@ from odin_magic.engine.session import InterviewRunner, Session, WorkerFailed
 from odin_magic.loop.artifacts import Placement, placements
 from odin_magic.loop.sandboxing import stage_sandbox
 from odin_magic.loop.schema import Stage
+from odin_magic.loop.contract import CONTRACTS_DIR
 from odin_magic.runs.checkpoints import StageCheckpoint
+from odin_magic.runs.roadmap_progress import new_run_fix, phase_of_task
 from odin_magic.runs.state import Usage
 from odin_magic.workers.base import EventSink, JudgeJob, StageJob, WorkerError
 
@@ -139,7 +141,16 @@ def check_scope(gate: StageGate, parts: gates.GateParts, restored: tuple[str, ..
     parts.reverted = [c.path for c in bad if c.path not in restored]
     if parts.reverted:
         engine.checkpoints.restore(ckpt.before, paths=parts.reverted)
-    return parts.fail(scope.violation_reason(rule, bad, guarded, runner))
+    return parts.fail(scope.violation_reason(rule, bad, guarded, runner, _scope_of(gate.session.state.task)))
+
+
+def _scope_of(task: str) -> str:
+    """Where the run's scope is declared: a roadmap phase's contract (its loop's scope is the contract's), whose
+    change applies to a new run; else the stage's."""
+    phase = phase_of_task(task)
+    if phase is None:
+        return "the stage's scope"
+    return f"the scope of {CONTRACTS_DIR}/{phase}.yaml; {new_run_fix(phase)}"
 
 
 def check_frozen(gate: StageGate, parts: gates.GateParts) -> bool:

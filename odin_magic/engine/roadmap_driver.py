@@ -50,7 +50,7 @@ from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
     ADDED, PhaseProgress, append_record, changed_fix, changed_reason, contract_change, contract_hashes, contract_sha256,
-    driven_reason, note_phase, phase_task, progress, read_records, repair, written_notes,
+    driven_reason, new_run_fix, note_phase, phase_task, progress, read_records, repair, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -143,6 +143,9 @@ class RoadmapDriver:
             if p.status not in ("escalated", "blocked"):
                 raise UsageError(f"phase {p.phase_id} is {p.status}, not escalated or blocked",
                                  hint="--retry gives an escalated or blocked phase another try")
+            if p.last_run is not None and self.engine.status(p.last_run).active:  # a new run could not start
+                raise UsageError(f"phase {p.phase_id}'s run {p.last_run} is still under way",
+                                 hint=f"`odin abandon` it first, then `odin roadmap run --retry {p.phase_id}`")
             append_record(self.project, "retry", p.phase_id, ignore=p.runs)
             self.tell(f"phase {p.phase_id}: another try (its earlier runs no longer count)")
         if self.options.skip:
@@ -439,7 +442,9 @@ class RoadmapDriver:
             self.tell(text or f"phase {phase.id} waits for you ({kind})")
         if self.options.unattended:
             return self._needs_person(phase, kind, reason, contract)
-        self.tell("`odin roadmap run` goes on (approves); edit the contract first to change it")
+        change = ("edit the contract first to change it" if run_id is None else
+                  new_run_fix(phase.id, under_way=self.engine.status(run_id).active))
+        self.tell(f"`odin roadmap run` goes on (approves); {change}")
         return RoadmapOutcome("paused", phase.id, reason, contract=contract)
 
     def _asks(self, phase: Phase, p: PhaseProgress, question: PendingQuestion) -> RoadmapOutcome:

@@ -148,14 +148,16 @@ def user_git(path: str) -> bool:
 
 
 def violation_reason(rule: ScopeRule, bad: list[Change], guarded: frozenset[str] = frozenset(),
-                     runner: frozenset[str] = frozenset()) -> str:
+                     runner: frozenset[str] = frozenset(), scope_of: str = "the stage's scope") -> str:
+    """``scope_of``: where the stage's scope is declared, said in the hint to name a runner file there (a roadmap
+    phase's run: its contract file, and how a changed contract applies)."""
     listed = ", ".join(f"{c.path} ({c.kind})" for c in bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
     why = ("; the test runner's configuration of frozen tests is theirs: only the stage that produces them may "
            "change it") if any(c.path in guarded for c in bad) else ""
     config = [c.path for c in bad if c.path in runner and c.path not in guarded and rule.refuses_runner(c.path)]
     if config:
         why += (f"; {', '.join(config[:5])} configure{'s' if len(config) == 1 else ''} the test runner: a scope "
-                f"allows such a file only by naming it, not through a glob (add {config[0]} to the stage's scope)")
+                f"allows such a file only by naming it, not through a glob (add {config[0]} to {scope_of})")
     return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted{why}"
 
 

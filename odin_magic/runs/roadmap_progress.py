@@ -305,6 +305,15 @@ def changed_fix(phase_id: str, started: bool = True) -> str:
     return f"put back the text it had {back}, or accept the edit: `odin roadmap run --accept-contract {phase_id}`"
 
 
+def new_run_fix(phase_id: str, under_way: bool = True) -> str:
+    """How a person changes the contract of a phase that has a run (its scope, say): the run goes on under the
+    contract it was sealed with, so an edit applies to a new run (``under_way``: its run is still active, to be
+    given up first). Editing it while the run is kept blocks the phase (docs/roadmap.md)."""
+    first = "`odin abandon` (its run), then " if under_way else ""
+    return (f"a changed contract applies to a new run: {first}edit {CONTRACTS_DIR}/{phase_id}.yaml, then "
+            f"`odin roadmap run --retry {phase_id}`")
+
+
 def _waiting(recs: list[RoadmapRecord], run_id: str | None = None) -> RoadmapRecord | None:
     """The last pause record not followed by its approval (for ``run_id`` when given)."""
     pending: RoadmapRecord | None = None

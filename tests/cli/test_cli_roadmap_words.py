@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from odin_magic.cli import main
+from odin_magic.core.errors import UsageError
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
+from odin_magic.runs.roadmap_progress import read_records
 from support.roadmap_projects import TINY, roadmap_project
 from support.scripted_runs import Events, scripted_engine
 
@@ -24,6 +28,10 @@ stages:
     - tools:
         - write: {{file_path: app.py, content: {APP!r}}}{extra}
         - write: {{file_path: "{{run_dir}}/change-notes.md", content: "changed app.py"}}
+    - text: done
+  apply-p2:
+    - tools:
+        - write: {{file_path: "{{run_dir}}/change-notes.md", content: "nothing to change"}}
     - text: done
 default_verdict: {{passed: true, reasons: [scripted]}}
 """
@@ -95,3 +103,28 @@ def test_status_and_approve_of_a_blocked_phase_run_name_odin_roadmap_run(project
     assert "`odin roadmap run` continues" in todo and "`odin run`" not in todo, todo
     code, _, err = odin(capsys, project, "approve")
     assert code == 1 and "`roadmap run` continues it" in err and "`run` continues" not in err, err
+
+
+def test_a_phase_blocked_by_its_scope_is_told_how_a_changed_contract_applies_and_that_works(project, capsys):
+    """The scope's glob does not allow tests/conftest.py: the hint names the contract file's scope (the phase's
+    loop has the contract's), not the stage's; and, since an edit while the run is kept blocks the phase and
+    --accept-contract goes on under the old scope, the way to a new run: abandon, edit, --retry. Followed, it
+    works; --retry while the run is under way is refused before it records anything."""
+    contracts, engine, out = _blocked_by_scope(project)
+    said = "\n".join(out.lines)
+    assert "add tests/conftest.py to the scope of .odin-loop/contracts/p1.yaml" in said, said
+    assert "the stage's scope" not in said and "edit the contract first" not in said, said
+    fix = ("a changed contract applies to a new run: `odin abandon` (its run), then edit "
+           ".odin-loop/contracts/p1.yaml, then `odin roadmap run --retry p1`")
+    assert f"`odin roadmap run` goes on (approves); {fix}" in said, said
+    p1 = contracts / "p1.yaml"  # edited first (the phase is blocked on it), the run not given up yet
+    p1.write_text(p1.read_text().replace('"tests/**"]', '"tests/**", "tests/conftest.py"]'))
+    with pytest.raises(UsageError, match="still under way") as refused:
+        RoadmapDriver(engine, options=RoadmapOptions(retry="p1")).run()
+    assert "`odin abandon` it first" in refused.value.hint
+    assert not any(r.type == "retry" for r in read_records(project))
+    assert odin(capsys, project, "abandon")[0] == 0
+    engine, _ = scripted_engine(project, _script(CONFTEST))
+    out = RoadmapDriver(engine, options=RoadmapOptions(retry="p1")).run()
+    assert out.ending == "complete", out.lines
+    assert (project / "tests" / "conftest.py").exists()
