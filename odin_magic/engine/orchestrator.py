@@ -32,7 +32,7 @@ from odin_magic.core.errors import NoActiveRun, OdinError, RunLocked
 from odin_magic.core.secrets import protect_process, redact
 from odin_magic.engine import forking, pauses, rewind, run_end, sandboxing, stage as stage_run, tamper
 from odin_magic.engine.requirements import (  # noqa: F401 - handed on: the front ends import them from here
-    damaged_blocks, no_active_run, one_run_at_a_time, require_not_paused, require_stage, require_status,
+    damaged_blocks, no_active_run, nothing_to_act_on, one_run_at_a_time, require_not_paused, require_stage, require_status,
     require_task, require_text
 )
 from odin_magic.render.text import continues
@@ -349,11 +349,8 @@ class Engine:
         return next(iter(reversed(list(self._readable_runs()))), None)
 
     def _no_active_run(self) -> NoActiveRun:
-        from odin_magic.runs.roadmap_progress import paused_phase
-
         latest = self._latest_run()
-        return no_active_run(self.project_dir, latest.state if latest is not None else None,
-                             paused_phase(self.project_dir))
+        return nothing_to_act_on(self.project_dir, latest.state if latest is not None else None)
 
     def _latest_failed(self) -> Loaded | None:
         """The project's most recent run when it failed (the one a step may reopen), else None."""

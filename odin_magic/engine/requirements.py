@@ -105,6 +105,19 @@ def no_active_run(project_dir: Path, latest: RunState | None, paused: PhaseProgr
              f"numbers them; it has {len(latest.history)}), `odin run LOOP --task TEXT` a new one")
 
 
+def nothing_to_act_on(project_dir: Path, latest: RunState | None) -> NoActiveRun:
+    """No active run: the refusal says what the project's roadmap waits for when it waits for a person (a pause,
+    :func:`no_active_run`; or a phase it stops at, blocked or escalated: what decides it), else of ``latest``."""
+    from odin_magic.runs.roadmap_progress import paused_phase, stopped_phase, stopped_fix
+
+    paused = paused_phase(project_dir)
+    stopped = stopped_phase(project_dir) if paused is None else None
+    if stopped is None:
+        return no_active_run(project_dir, latest, paused)
+    return NoActiveRun(f"no active run in {project_dir}: the roadmap stops at phase {stopped.phase_id}, "
+                       f"{stopped.status}: {stopped.reason}", hint=stopped_fix(stopped))
+
+
 def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:
     """The refusal to start or continue while a damaged run may still be active."""
     return RunRefused(

@@ -50,7 +50,7 @@ from odin_magic.loop.manifest import MANIFEST_NAME
 from odin_magic.loop.roadmap import ROADMAP_FILE, Phase, Roadmap, load_roadmap, set_phase
 from odin_magic.runs.roadmap_progress import (
     ADDED, PhaseProgress, append_record, changed_fix, changed_reason, contract_change, contract_hashes, contract_sha256,
-    driven_reason, new_run_fix, note_phase, phase_task, progress, read_records, repair, written_notes,
+    driven_reason, new_run_fix, note_phase, phase_task, progress, read_records, repair, stopped_fix, written_notes,
 )
 from odin_magic.runs.state import DryOptions, RunState
 
@@ -138,11 +138,18 @@ class RoadmapDriver:
     def _person_options(self, roadmap: Roadmap) -> None:
         """--retry PHASE and --skip PHASE: a person's decisions, recorded before anything runs."""
         states = progress(self.project, roadmap)
+        skip, accept = self.options.skip, self.options.accept_contract
+        if skip and accept and roadmap.phase(skip).id == roadmap.phase(accept).id:
+            raise UsageError(f"--skip {skip} and --accept-contract {accept}: a phase is skipped or run, not both",
+                             hint=f"--skip {skip} skips it; --accept-contract {accept} runs it under its contract")
         if self.options.retry:
             p = states[roadmap.phase(self.options.retry).id]
             if p.status not in ("escalated", "blocked"):
                 raise UsageError(f"phase {p.phase_id} is {p.status}, not escalated or blocked",
                                  hint="--retry gives an escalated or blocked phase another try")
+            if not p.runs:  # nothing to try again: blocked before it started (its contract changed)
+                raise UsageError(f"phase {p.phase_id} has no runs to try again: {p.reason}",
+                                 hint=stopped_fix(p))
             if p.last_run is not None and self.engine.status(p.last_run).active:  # a new run could not start
                 raise UsageError(f"phase {p.phase_id}'s run {p.last_run} is still under way",
                                  hint=f"`odin abandon` it first, then `odin roadmap run --retry {p.phase_id}`")

@@ -226,6 +226,27 @@ def paused_phase(project_dir: Path) -> PhaseProgress | None:
     return next((p for p in progress(project_dir, roadmap).values() if p.status == "paused"), None)
 
 
+def stopped_phase(project_dir: Path) -> PhaseProgress | None:
+    """The phase the project's roadmap stops at (escalated, or blocked: by its judge, or on its contract) until a
+    person decides (``--retry``, ``--skip``, ``--accept-contract``), if any; None as for :func:`paused_phase`."""
+    path = Path(project_dir) / ROADMAP_FILE
+    if not path.is_file():
+        return None
+    try:
+        roadmap = load_roadmap(path)
+    except OdinError:
+        return None
+    return next((p for p in progress(project_dir, roadmap).values() if p.status in ("blocked", "escalated")), None)
+
+
+def stopped_fix(p: PhaseProgress) -> str:
+    """What a person does about the phase the roadmap stops at (:func:`stopped_phase`)."""
+    if p.contract_changed:
+        return changed_fix(p.phase_id, started=bool(p.runs))
+    return (f"fix what it names, then `odin roadmap run --retry {p.phase_id}` (another try), "
+            f"or `odin roadmap run --skip {p.phase_id}`")
+
+
 def _undecided(recs: list[RoadmapRecord], run_id: str) -> bool:
     """A run the driver sealed at its start whose phase has no outcome yet (a stop between its end and the decision)."""
     mine = [r for r in recs if r.run_id == run_id]

@@ -128,3 +128,45 @@ def test_a_phase_blocked_by_its_scope_is_told_how_a_changed_contract_applies_and
     out = RoadmapDriver(engine, options=RoadmapOptions(retry="p1")).run()
     assert out.ending == "complete", out.lines
     assert (project / "tests" / "conftest.py").exists()
+
+
+#: p1's worker (unsandboxed) rewrites p2's contract: its gate becomes `true`
+NEUTERED = "sed -i 's/grep -q hello app.py/true/g' .odin-loop/contracts/p2.yaml"
+
+
+def _p2_blocked_on_its_contract(project, monkeypatch):
+    monkeypatch.setenv("ODIN_SANDBOX", "off")  # the worker's bash may write .odin-loop/ (docs/security.md)
+    _project(project)
+    engine, _ = scripted_engine(project, _script(f"\n        - bash: {{command: {json.dumps(NEUTERED)}}}"))
+    out = RoadmapDriver(engine, options=RoadmapOptions()).run()
+    assert (out.ending, out.phase) == ("blocked", "p2"), out.lines
+    assert "changed while phase p1's run drove" in out.reason
+    return engine
+
+
+def test_answer_and_approve_name_the_phase_blocked_on_its_contract_not_a_fork(project, capsys, monkeypatch):
+    _p2_blocked_on_its_contract(project, monkeypatch)
+    for argv in (["answer", "yes"], ["approve"]):
+        code, _, err = odin(capsys, project, *argv)
+        assert code == 1 and "Traceback" not in err, argv
+        assert "odin fork" not in err and "has ended" not in err, err
+        assert "the roadmap stops at phase p2, blocked: contract .odin-loop/contracts/p2.yaml changed while " \
+               "phase p1's run drove" in err, err
+        assert "put back the text it had before that run" in err and "--accept-contract p2" in err, err
+
+
+def test_retry_of_a_phase_without_runs_says_so_and_points_at_accept_contract(project, monkeypatch):
+    engine = _p2_blocked_on_its_contract(project, monkeypatch)
+    with pytest.raises(UsageError, match="phase p2 has no runs to try again") as refused:
+        RoadmapDriver(engine, options=RoadmapOptions(retry="p2")).run()
+    assert "--accept-contract p2" in refused.value.hint
+    assert not any(r.type == "retry" for r in read_records(project))
+
+
+def test_skip_and_accept_contract_of_the_same_phase_is_refused_before_anything_is_recorded(project, monkeypatch):
+    engine = _p2_blocked_on_its_contract(project, monkeypatch)
+    before = read_records(project)
+    with pytest.raises(UsageError, match="--skip p2 and --accept-contract p2") as refused:
+        RoadmapDriver(engine, options=RoadmapOptions(skip="p2", accept_contract="p2")).run()
+    assert "--skip p2 skips it" in refused.value.hint
+    assert read_records(project) == before
