@@ -16,6 +16,7 @@ from odin_magic.interview.awaiting import AwaitingAnswer
 from odin_magic.learning import memory
 from odin_magic.loop.artifacts import Placement, confine, placements, project_relative
 from odin_magic.loop.schema import Stage
+from odin_magic.render.text import continues
 from odin_magic.runs.checkpoints import StageCheckpoint
 from odin_magic.runs.records import RecordType, StatePatch
 from odin_magic.workers.base import StageJob, StageResult, WorkerError, WorkerEvent
@@ -92,10 +93,11 @@ def _performed(engine, s: Session, job: StageJob, sink, runner: InterviewRunner 
     except WorkerError as exc:
         if engine._add_usage(s, stage.id, exc.usage):
             return None  # what the stage spent before failing put the run over budget
-        engine._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {exc}")
+        said = str(exc).replace("`odin run` (or %odin run)", f"`{continues(st)}` (or {continues(st, '%odin')})")
+        engine._emit("stopped", st, stage=stage.id, text=f"stage {stage.id} could not be completed: {said}")
         raise WorkerFailed(
-            f"stage {stage.id!r} of run {st.run_id} could not be completed: {exc}",
-            hint="the run is still running; `odin run` retries the stage",
+            f"stage {stage.id!r} of run {st.run_id} could not be completed: {said}",
+            hint=f"the run is still running; `{continues(st)}` retries the stage",
         ) from None
 
 

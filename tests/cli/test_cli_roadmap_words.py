@@ -170,3 +170,16 @@ def test_skip_and_accept_contract_of_the_same_phase_is_refused_before_anything_i
         RoadmapDriver(engine, options=RoadmapOptions(skip="p2", accept_contract="p2")).run()
     assert "--skip p2 skips it" in refused.value.hint
     assert read_records(project) == before
+
+
+def test_a_phase_runs_worker_failure_says_odin_roadmap_run_retries_the_stage(project):
+    """The model cannot be reached for p1's stage: the run stays resumable, and what retries it is the driver."""
+    from odin_magic.engine.session import WorkerFailed
+
+    _project(project)
+    engine, _ = scripted_engine(project, "stages: {}\n")  # no turns: p1's first stage's worker fails
+    with pytest.raises(WorkerFailed) as failed:
+        RoadmapDriver(engine, options=RoadmapOptions()).run()
+    said = f"{failed.value.message}\n{failed.value.hint}"
+    assert "`odin roadmap run` retries the stage" in failed.value.hint, said
+    assert "`odin run`" not in said and "%odin run)" not in said, said
