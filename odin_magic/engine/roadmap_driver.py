@@ -177,6 +177,10 @@ class RoadmapDriver:
         if p.last_run is None:
             self.tell(f"phase {phase.id}: its edited contract accepted; the phase starts under it")
             return
+        if self.engine.status(p.last_run).status == "abandoned":  # given up (`odin abandon`): a new run
+            self.tell(f"phase {phase.id}: its edited contract accepted; run {p.last_run} was abandoned, so the "
+                      "phase starts a new run under it")
+            return
         self.tell(f"phase {phase.id}: its edited contract accepted; run {p.last_run} goes on (with the loop it "
                   "began with), the phase judged under the contract as it is now")
 

@@ -183,3 +183,15 @@ def test_a_phase_runs_worker_failure_says_odin_roadmap_run_retries_the_stage(pro
     said = f"{failed.value.message}\n{failed.value.hint}"
     assert "`odin roadmap run` retries the stage" in failed.value.hint, said
     assert "`odin run`" not in said and "%odin run)" not in said, said
+
+
+def test_accept_contract_after_the_phases_run_was_abandoned_says_a_new_run_starts(project, capsys):
+    contracts, engine, _ = _blocked_by_scope(project)
+    assert odin(capsys, project, "abandon")[0] == 0
+    p1 = contracts / "p1.yaml"
+    p1.write_text(p1.read_text().replace('"tests/**"]', '"tests/**", "tests/conftest.py"]'))
+    engine, _ = scripted_engine(project, _script(CONFTEST))
+    out = RoadmapDriver(engine, options=RoadmapOptions(accept_contract="p1")).run()
+    said = "\n".join(out.lines)
+    assert "was abandoned, so the phase starts a new run under it" in said and "goes on" not in said, said
+    assert out.ending == "complete", said
