@@ -239,3 +239,23 @@ def test_a_stale_contract_question_panel_sends_nothing(ip, tmp_path):
     finally:
         magics.project, magics.script, magics.widgets = "", None, None
 
+
+def test_percent_odin_answer_when_the_roadmap_stops_at_an_escalated_phase_names_it(ip, magics, tmp_path):
+    """p1's gate never passes within its one iteration: escalated, the roadmap stops. `%odin answer` (and
+    `%odin approve`) name that phase and what decides it, not "start a run", as the terminal does."""
+    from IPython.core.error import UsageError
+
+    contract = tmp_path / ".odin-loop" / "contracts" / "p1.yaml"
+    contract.write_text(CONTRACT.replace("hello", "goodbye") + "max_iterations: 1\n", encoding="utf-8")
+    magics.widgets = False
+    try:
+        shown = repr(ip.run_line_magic("odin", "roadmap run"))
+        assert "ESCALATED" in shown, shown
+        for line in ("answer yes", "approve"):
+            with pytest.raises(UsageError) as info:
+                ip.run_line_magic("odin", line)
+            said = str(info.value)
+            assert "the roadmap stops at phase p1, escalated" in said, said
+            assert "roadmap run --retry p1" in said and "--task" not in said, said
+    finally:
+        magics.widgets = None
