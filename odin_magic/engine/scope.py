@@ -158,7 +158,9 @@ def violation_reason(rule: ScopeRule, bad: list[Change], guarded: frozenset[str]
     if config:
         why += (f"; {', '.join(config[:5])} configure{'s' if len(config) == 1 else ''} the test runner: a scope "
                 f"allows such a file only by naming it, not through a glob (add {config[0]} to {scope_of})")
-    return f"{rule.who} changed {listed} outside its scope ({rule.describe()}): reverted{why}"
+    outside = any(user_git(c.path) or (not rule.allows(c.path) and not protected(c.path)) for c in bad)
+    where = "outside its scope" if outside else "that it may not change"  # within its globs: runner files
+    return f"{rule.who} changed {listed} {where} ({rule.describe()}): reverted{why}"
 
 
 def risky(loop: Loop, changes: list[Change]) -> list[str]:

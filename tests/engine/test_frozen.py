@@ -285,7 +285,7 @@ def test_a_later_stage_may_not_add_the_runners_configuration_of_frozen_tests(pro
     assert [(e.stage, e.result) for e in state.history] == [("harness", "pass"), ("implement", "fail"),
                                                            ("implement", "pass")]
     reason = state.history[1].reason
-    assert reason.startswith(f"executor changed {where} (added) outside its scope") and "frozen tests" in reason
+    assert reason.startswith(f"executor changed {where} (added) that it may not change") and "frozen tests" in reason
     assert state.status == "done"
 
 

@@ -81,7 +81,7 @@ def test_a_stage_scoped_to_tests_glob_may_not_add_a_conftest(project, write_loop
     state = engine.start("fix", "t")
     first = state.history[0]
     assert first.result == "fail" and first.failure == "recoverable"
-    assert first.reason.startswith("executor changed tests/conftest.py (added) outside its scope")
+    assert first.reason.startswith("executor changed tests/conftest.py (added) that it may not change")
     assert "tests/conftest.py configures the test runner" in first.reason
     assert "add tests/conftest.py to the stage's scope" in first.reason
     assert not (project / "tests" / "conftest.py").exists()  # reverted
@@ -106,7 +106,7 @@ def test_every_runner_file_needs_naming_even_under_a_scope_of_everything(project
     engine, _ = scripted_engine(project, script(bash(where, "[tool:pytest]\naddopts = -p no:python\n")))
     state = engine.start("fix", "t")
     first = state.history[0]
-    assert first.reason.startswith(f"executor changed {where} (added) outside its scope")
+    assert first.reason.startswith(f"executor changed {where} (added) that it may not change")
     assert f"{where} configures the test runner" in first.reason
     assert not (project / where).exists()
     assert state.status == "done"
