@@ -216,19 +216,16 @@ def _not_started(project_dir: Path, p: PhaseProgress, records: list[RoadmapRecor
 def paused_phase(project_dir: Path) -> PhaseProgress | None:
     """The phase the project's roadmap waits at for a person (``odin roadmap run`` goes on), if any; None
     without a roadmap, or with one that cannot be read (the roadmap's own commands say why)."""
-    path = Path(project_dir) / ROADMAP_FILE
-    if not path.is_file():
-        return None
-    try:
-        roadmap = load_roadmap(path)
-    except OdinError:
-        return None
-    return next((p for p in progress(project_dir, roadmap).values() if p.status == "paused"), None)
+    return _first_phase(project_dir, ("paused",))
 
 
 def stopped_phase(project_dir: Path) -> PhaseProgress | None:
     """The phase the project's roadmap stops at (escalated, or blocked: by its judge, or on its contract) until a
     person decides (``--retry``, ``--skip``, ``--accept-contract``), if any; None as for :func:`paused_phase`."""
+    return _first_phase(project_dir, ("blocked", "escalated"))
+
+
+def _first_phase(project_dir: Path, statuses: tuple[str, ...]) -> PhaseProgress | None:
     path = Path(project_dir) / ROADMAP_FILE
     if not path.is_file():
         return None
@@ -236,7 +233,7 @@ def stopped_phase(project_dir: Path) -> PhaseProgress | None:
         roadmap = load_roadmap(path)
     except OdinError:
         return None
-    return next((p for p in progress(project_dir, roadmap).values() if p.status in ("blocked", "escalated")), None)
+    return next((p for p in progress(project_dir, roadmap).values() if p.status in statuses), None)
 
 
 def stopped_fix(p: PhaseProgress) -> str:
