@@ -33,8 +33,12 @@ class StatusMagics:
         from odin_magic.runs.store import being_driven  # a status is read: the store is loaded already
 
         driven = state.status != "running" or runner.drive.busy or being_driven(runner.run_dir(state.run_id))
-        return StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
-                             whole_history=history, driven=driven).with_metrics(self._metrics(runner, state, loop))
+        from odin_magic.notebook.parser import in_notebook
+        from odin_magic.render.roadmap_view import phase_blocked_hint  # a phase's run: its blocked phase's word
+
+        shown = StatusDisplay(state, loop, runner.pending_question(state), criteria=self._criteria(runner, state),
+                              whole_history=history, driven=driven).with_metrics(self._metrics(runner, state, loop))
+        return shown.with_phase_hint(in_notebook(phase_blocked_hint(runner.project_dir, state)))
 
     @staticmethod
     def _metrics(runner: NotebookRunner, state, loop) -> list:

@@ -124,10 +124,17 @@ class StatusDisplay(_Display):
         self.history_tail = 0 if whole_history else 10  # ``--history``: every entry
         self.driven = driven  # a running run that nothing drives is shown as ready
         self.metrics: list = []  # the metric gates' series (runs.metric_history.MetricSeries): see with_metrics
+        self.phase_hint = ""  # a roadmap phase's word in place of the run's next step: see with_phase_hint
 
     def with_metrics(self, series: Sequence[Any]) -> "StatusDisplay":
         """Show the metric gates' figures over the run: their lines (as ``odin status``) and their chart."""
         self.metrics = list(series)
+        return self
+
+    def with_phase_hint(self, hint: str) -> "StatusDisplay":
+        """Say ``hint`` (a roadmap phase's run whose phase is blocked: render.roadmap_view.phase_blocked_hint)
+        where the run's next step goes, as ``odin status`` does."""
+        self.phase_hint = hint
         return self
 
     @property
@@ -166,7 +173,7 @@ class StatusDisplay(_Display):
         block = metric_block(metric_lines(self.metrics))
         if block:
             lines += ["", block]
-        hint = next_hint(self.state, "%odin")
+        hint = self.phase_hint or next_hint(self.state, "%odin")
         if hint:
             lines += ["", hint]
         return "\n".join(lines)
@@ -179,7 +186,7 @@ class StatusDisplay(_Display):
             + "</li>"
             for row in self.rows
         )
-        hint = next_hint(self.state, "%odin")
+        hint = self.phase_hint or next_hint(self.state, "%odin")
         return (
             f"<div class='odin-status'><table class='odin-t'>{facts}</table>"
             f"<ul style='list-style:none;padding-left:4px'>{checklist}</ul>"

@@ -4,13 +4,12 @@ against the scripted model drive the roadmap; the commands are the terminal's, t
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from odin_magic.cli import main
 from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
-from support.roadmap_projects import TINY, roadmap_project
+from support.roadmap_projects import TINY, phase_blocked_on_its_contract, roadmap_project
 from support.scripted_runs import scripted_engine
 
 ROADMAP = "# Greeter\n\nautonomy: autonomous\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
@@ -74,17 +73,11 @@ def test_status_of_an_interrupted_phase_run_says_odin_roadmap_run_continues_it(p
     assert code == 1 and "`odin roadmap run` continues it" in err, err
 
 
-TAMPER = "sed -i 's/scope: \\[\"app.py\"\\]/scope: [\"**\"]/' .odin-loop/contracts/p1.yaml"
-
-
 def test_status_of_a_done_run_whose_phase_is_blocked_on_its_contract_says_so(project, capsys, monkeypatch):
     """The worker's bash (unsandboxed) rewrote p1's contract while p1's run drove: the run ended done, the phase is
     blocked on the contract. Status shows that, with --accept-contract, not a plain done."""
     monkeypatch.setenv("ODIN_SANDBOX", "off")  # the worker's bash may write .odin-loop/ (docs/security.md)
-    _project(project, p2_impact="internal")
-    script = SCRIPT.replace("    - tools:\n", f"    - tools:\n        - bash: {{command: {json.dumps(TAMPER)}}}\n", 1)
-    engine, _ = scripted_engine(project, script)
-    out = RoadmapDriver(engine, options=RoadmapOptions()).run()
+    out = phase_blocked_on_its_contract(project)
     assert (out.ending, out.phase) == ("blocked", "p1"), out.lines
     code, out, _ = odin(capsys, project, "status")
     assert code == 0 and "status   ✅ done" in out  # the run's own status: it did end done

@@ -259,3 +259,22 @@ def test_percent_odin_answer_when_the_roadmap_stops_at_an_escalated_phase_names_
             assert "roadmap run --retry p1" in said and "--task" not in said, said
     finally:
         magics.widgets = None
+
+
+def test_percent_odin_status_of_a_done_run_whose_phase_is_blocked_on_its_contract_says_so(ip, tmp_path, monkeypatch):
+    """As `odin status`: the run ended done, its phase is blocked because the worker rewrote the contract while the
+    run drove; `%odin status` says the phase is blocked and how to go on (`%odin roadmap run --accept-contract`)."""
+    from support.roadmap_projects import phase_blocked_on_its_contract
+
+    monkeypatch.setenv("ODIN_SANDBOX", "off")  # the worker's bash may write .odin-loop/ (docs/security.md)
+    project = tmp_path / "p"
+    project.mkdir()
+    assert phase_blocked_on_its_contract(project).ending == "blocked"
+    magics = ip.magics_manager.registry["OdinMagics"]
+    ip.run_line_magic("odin", f"config project={project}")
+    try:
+        shown = ip.run_line_magic("odin", "status")
+        for said in (repr(shown), shown._repr_html_()):
+            assert "its roadmap phase p1 is blocked" in said and "%odin roadmap run --accept-contract p1" in said, said
+    finally:
+        magics.project = ""

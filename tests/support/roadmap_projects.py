@@ -37,3 +37,36 @@ def roadmap_project(project: Path, roadmap: str, phases: tuple[str, ...]) -> Pat
         (loops / f"fix-{phase}.yaml").write_text(
             tiny.replace("name: tiny-fix", f"name: fix-{phase}").replace("id: apply", f"id: apply-{phase}"))
     return contracts
+
+
+_APP = "def greet():\n    return 'hello'\n"
+#: Phase p1's worker fixes app.py; `{tamper}` is a bash command it runs first (or none).
+_SCRIPT = """
+stages:
+  apply-p1:
+    - tools:{tamper}
+        - write: {{file_path: app.py, content: %r}}
+        - write: {{file_path: "{{run_dir}}/change-notes.md", content: "changed app.py"}}
+    - text: done
+default_verdict: {{passed: true, reasons: [scripted]}}
+""" % _APP
+#: The worker's bash widening p1's own contract while its run drives (unsandboxed: docs/security.md).
+WIDEN_P1 = "sed -i 's/scope: \\[\"app.py\"\\]/scope: [\"**\"]/' .odin-loop/contracts/p1.yaml"
+
+
+def phase_blocked_on_its_contract(project: Path):
+    """A two-phase autonomous roadmap whose p1 run ended done while its worker rewrote p1's contract: the driver
+    blocks p1 on the contract. The driver's outcome (ODIN_SANDBOX must be off: the worker writes .odin-loop/)."""
+    import json
+
+    from odin_magic.engine.roadmap_driver import RoadmapDriver, RoadmapOptions
+    from support.scripted_runs import scripted_engine
+
+    roadmap = "# Greeter\n\nautonomy: autonomous\n\n## M1 Basics\n\n- [ ] p1 Greet with hello\n- [ ] p2 Add a farewell\n"
+    contracts = roadmap_project(project, roadmap, ("p1", "p2"))
+    for phase in ("p1", "p2"):
+        (contracts / f"{phase}.yaml").write_text(
+            TINY.format(phase=phase, impact="internal", gate="grep -q hello app.py", iterations=3))
+    tamper = f"\n        - bash: {{command: {json.dumps(WIDEN_P1)}}}"
+    engine, _ = scripted_engine(project, _SCRIPT.format(tamper=tamper))
+    return RoadmapDriver(engine, options=RoadmapOptions()).run()
