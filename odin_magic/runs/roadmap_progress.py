@@ -435,7 +435,12 @@ def _planned(project_dir: Path, roadmap: Roadmap) -> list[tuple[Phase, bool, str
         run = f"run {p.last_run}" if p.last_run else "no run"
         box = "[x]" if mark else "[ ]"
         why = p.status.replace("_", " ")
-        out.append((phase, mark, note, f"roadmap.md:{phase.line}: {phase.id} was {'[x]' if phase.done else '[ ]'}"
+        if mark == phase.done:  # only the status note differs: say that, not "was [ ] … now [ ]"
+            text = (f"roadmap.md:{phase.line}: {phase.id}'s note was {phase.note or '(none)'}; the runs say {why} "
+                    f"({run}): now {note or '(none)'}")
+        else:
+            text = (f"roadmap.md:{phase.line}: {phase.id} was {'[x]' if phase.done else '[ ]'}"
                     f"{' — ' + phase.note if phase.note else ''}; the runs say {why} ({run}): now {box}"
-                    f"{' — ' + note if note else ''}"))
+                    f"{' — ' + note if note else ''}")
+        out.append((phase, mark, note, text))
     return out

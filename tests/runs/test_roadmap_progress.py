@@ -73,7 +73,7 @@ def test_repairs_follow_the_runs_and_are_shown(project, write_loop):
     found = repairs(project, roadmap)
     assert len(found) == 2, found  # p3 [x] without any run: done by hand, left alone
     assert found[0].startswith("roadmap.md:7: p1 was [ ]") and "now [x]" in found[0]
-    assert "p2 was [ ]" in found[1] and "escalated" in found[1]
+    assert "p2's note was (none); the runs say escalated" in found[1] and "[ ]" not in found[1]  # its box stays
     before = path.read_text()
     assert repair(project, roadmap, path) == found
     after = load_roadmap(path)
