@@ -152,15 +152,17 @@ def shell_settled(run_dir: Path) -> bool:
     for data in records:
         if not isinstance(data, dict) or data.get("kind") != "bash" or data.get("driver") != os.getpid():
             continue
-        pid = data.get("pgid")
+        parent, pid = None, data.get("pgid")
         while True:
             below = children.get(pid, [])
             if len(below) > 1:
                 return False
             if not below:
                 break
-            pid = below[0]
-        if pid != data.get("pgid") and _comm(pid) != "bash":
+            parent, pid = pid, below[0]
+        # the leaf must be the shell itself: not a command, nor the shell's own fork (still named bash until it
+        # execs the command, or a subshell) — whose parent is the shell
+        if pid != data.get("pgid") and (_comm(pid) != "bash" or _comm(parent) == "bash"):
             return False
     return True
 
