@@ -129,10 +129,9 @@ def _interrupted(args: argparse.Namespace) -> str:
         active = Engine(project_dir(args)).active()
     except (OdinError, OSError):
         active = None
-    if active is None:
-        return "odin: interrupted before a run began: nothing to resume"
-    resume = getattr(args, "resumed_by", "odin run")
-    return f"odin: interrupted; run {active.run_id} is saved where it stopped: `{resume}` resumes it"
+    from odin_magic.engine.requirements import interrupted
+
+    return "odin: " + interrupted(active, getattr(args, "resumed_by", "odin run"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -159,3 +159,11 @@ def done_text(state: RunState, loop: Loop) -> str:
     """The done message; it names the stages that never ran (a run that steps skipped ahead)."""
     skipped = never_ran(state, loop)
     return f"run {state.run_id} done" + (f"; never ran: {', '.join(skipped)}" if skipped else "")
+
+
+def interrupted(active: RunState | None, resume: str) -> str:
+    """What Ctrl-C left (terminal and notebook alike): the ``active`` run is saved where it stopped and ``resume``
+    (e.g. ``odin roadmap run``) resumes it, unless no run had begun."""
+    if active is None:
+        return "interrupted before a run began: nothing to resume"
+    return f"interrupted; run {active.run_id} is saved where it stopped: `{resume}` resumes it"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from IPython.core.error import UsageError
+
 from odin_magic.render.displays import TextBlockDisplay
 
 
@@ -56,6 +58,16 @@ def drive_roadmap(magics, options):
     runner.drive.refuse_if_busy()
     runner.ensure_model_worker(False)  # the notebook's settings (`%odin config script=...`): a missing key said here
     options.settings = magics.settings()  # a contract proposal asks the same model
-    outcome = RoadmapDriver(runner.engine, options=options).run()
+    try:
+        outcome = RoadmapDriver(runner.engine, options=options).run()
+    except KeyboardInterrupt:  # the interrupt button, as Ctrl-C in `odin roadmap run`: one line, no traceback
+        from odin_magic.core.errors import OdinError
+        from odin_magic.engine.requirements import interrupted
+
+        try:
+            active = runner.engine.active()
+        except (OdinError, OSError):
+            active = None
+        raise UsageError(interrupted(active, "%odin roadmap run")) from None
     return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report,
                                                        outcome.asks))

@@ -278,3 +278,19 @@ def test_percent_odin_status_of_a_done_run_whose_phase_is_blocked_on_its_contrac
             assert "its roadmap phase p1 is blocked" in said and "%odin roadmap run --accept-contract p1" in said, said
     finally:
         magics.project = ""
+
+
+def test_interrupting_percent_odin_roadmap_run_says_it_resumes_in_one_line(ip, magics, tmp_path, monkeypatch):
+    """The kernel's interrupt (SIGINT) while p1's gate command runs: one line, as Ctrl-C in `odin roadmap run`
+    says it (the run saved where it stopped, `%odin roadmap run` resumes it), no traceback."""
+    import os
+
+    from IPython.core.error import UsageError
+
+    monkeypatch.setenv("ODIN_SANDBOX", "off")  # the gate's kill must see this process (no pid namespace)
+    contract = tmp_path / ".odin-loop" / "contracts" / "p1.yaml"  # the gate interrupts the kernel (this process)
+    contract.write_text(CONTRACT.replace('run: ["grep -q hello app.py"]', f'run: ["kill -INT {os.getpid()}; sleep 5"]'))
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("odin", "roadmap run")
+    said = str(info.value)
+    assert said.startswith("interrupted; run ") and "is saved where it stopped: `%odin roadmap run` resumes it" in said
