@@ -35,6 +35,7 @@ from odin_magic.loop.roadmap import Phase, Roadmap
 from odin_magic.loop.schema import Stage
 from odin_magic.runs.contract_usage import INTERVIEW_SUFFIX, count_usage, interview_dir, interview_usage
 from odin_magic.runs.state import Usage
+from odin_magic.workers.base import WorkerError
 
 SEED_FILE = "seed.json"
 #: The interview a contract asks: no scheduled challenges, at most 10 rounds (a phase is smaller than a project).
@@ -120,6 +121,11 @@ class ContractInterview:
         failed = None
         try:
             return act(session)
+        except WorkerError as exc:  # the model's reply did not do (e.g. twice no usable one): one line, no traceback
+            failed = exc.usage
+            raise OdinError(f"phase {self.phase_id}'s contract interview: {exc}",
+                            hint="`odin question` shows the waiting question; answering it again asks the model "
+                                 "again") from None
         except Exception as exc:
             failed = getattr(exc, "usage", None)
             raise
