@@ -125,13 +125,13 @@ def _interrupted(args: argparse.Namespace) -> str:
         return "odin: interrupted"
     from odin_magic.engine.orchestrator import Engine
 
-    try:
-        active = Engine(project_dir(args)).active()
-    except (OdinError, OSError):
-        active = None
     from odin_magic.engine.requirements import interrupted
 
-    return "odin: " + interrupted(active, getattr(args, "resumed_by", "odin run"))
+    try:
+        engine = Engine(project_dir(args))
+    except (OdinError, OSError):
+        engine = None
+    return "odin: " + interrupted(engine, getattr(args, "resumed_by", "odin run"))
 
 
 if __name__ == "__main__":  # pragma: no cover

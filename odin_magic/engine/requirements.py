@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from odin_magic.core.errors import NoActiveRun, RunRefused, UsageError
+from odin_magic.core.errors import NoActiveRun, OdinError, RunRefused, UsageError
 from odin_magic.loop.schema import Loop
 from odin_magic.render.text import continues as continues_with, status_word
 from odin_magic.runs.state import RunState
@@ -106,16 +106,23 @@ def no_active_run(project_dir: Path, latest: RunState | None, paused: PhaseProgr
 
 
 def nothing_to_act_on(project_dir: Path, latest: RunState | None) -> NoActiveRun:
-    """No active run: the refusal says what the project's roadmap waits for when it waits for a person (a pause,
-    :func:`no_active_run`; or a phase it stops at, blocked or escalated: what decides it), else of ``latest``."""
-    from odin_magic.runs.roadmap_progress import paused_phase, stopped_phase, stopped_fix
+    """No active run: the refusal says what the project's roadmap waits for when it waits for a person
+    (:func:`roadmap_waits`), else of ``latest`` (:func:`no_active_run`)."""
+    return roadmap_waits(project_dir) or no_active_run(project_dir, latest)
 
-    paused = paused_phase(project_dir)
-    stopped = stopped_phase(project_dir) if paused is None else None
-    if stopped is None:
-        return no_active_run(project_dir, latest, paused)
-    return NoActiveRun(f"no active run in {project_dir}: the roadmap stops at phase {stopped.phase_id}, "
-                       f"{stopped.status}: {stopped.reason}", hint=stopped_fix(stopped))
+
+def roadmap_waits(project_dir: Path) -> NoActiveRun | None:
+    """The refusal when no run is active and the project's roadmap waits for a person: a pause
+    (:func:`no_active_run`), or a phase it stops at, blocked or escalated (what decides it); else None."""
+    from odin_magic.runs.roadmap_progress import stopped_fix, waiting_phases
+
+    paused, stopped = waiting_phases(project_dir)
+    if paused is not None:
+        return no_active_run(project_dir, None, paused)
+    if stopped is not None:
+        return NoActiveRun(f"no active run in {project_dir}: the roadmap stops at phase {stopped.phase_id}, "
+                           f"{stopped.status}: {stopped.reason}", hint=stopped_fix(stopped))
+    return None
 
 
 def damaged_blocks(run_id: str, damage: RunCorrupt) -> RunRefused:
@@ -161,9 +168,13 @@ def done_text(state: RunState, loop: Loop) -> str:
     return f"run {state.run_id} done" + (f"; never ran: {', '.join(skipped)}" if skipped else "")
 
 
-def interrupted(active: RunState | None, resume: str) -> str:
-    """What Ctrl-C left (terminal and notebook alike): the ``active`` run is saved where it stopped and ``resume``
-    (e.g. ``odin roadmap run``) resumes it, unless no run had begun."""
+def interrupted(engine, resume: str) -> str:
+    """What Ctrl-C left (terminal and notebook alike): the ``engine``'s active run is saved where it stopped and
+    ``resume`` (e.g. ``odin roadmap run``) resumes it, unless no run had begun (or there is no engine)."""
+    try:
+        active = engine.active() if engine is not None else None
+    except (OdinError, OSError):
+        active = None
     if active is None:
         return "interrupted before a run began: nothing to resume"
     return f"interrupted; run {active.run_id} is saved where it stopped: `{resume}` resumes it"

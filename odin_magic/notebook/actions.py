@@ -359,11 +359,10 @@ class NotebookRunner:
     def _require_active(self) -> RunState:
         state = self.active()
         if state is None:
-            from odin_magic.engine.orchestrator import nothing_to_act_on
-            from odin_magic.runs.roadmap_progress import paused_phase, stopped_phase
+            from odin_magic.engine.requirements import roadmap_waits
 
-            if paused_phase(self.project_dir) or stopped_phase(self.project_dir):  # the roadmap waits for a person
-                raise nothing_to_act_on(self.project_dir, None)
+            if (refusal := roadmap_waits(self.project_dir)) is not None:  # the roadmap waits for a person
+                raise refusal
             raise NoActiveRun(f"no active run in {self.project_dir}",
                               hint='start one: %odin run LOOP --task "..." (%odin runs lists past runs)')
         self.ensure_model_worker(state.dry is not None)

@@ -61,13 +61,8 @@ def drive_roadmap(magics, options):
     try:
         outcome = RoadmapDriver(runner.engine, options=options).run()
     except KeyboardInterrupt:  # the interrupt button, as Ctrl-C in `odin roadmap run`: one line, no traceback
-        from odin_magic.core.errors import OdinError
         from odin_magic.engine.requirements import interrupted
 
-        try:
-            active = runner.engine.active()
-        except (OdinError, OSError):
-            active = None
-        raise UsageError(interrupted(active, "%odin roadmap run")) from None
+        raise UsageError(interrupted(runner.engine, "%odin roadmap run")) from None
     return outcome, TextBlockDisplay(roadmap_run_text(outcome.lines, outcome.ending, outcome.phase, outcome.report,
                                                        outcome.asks))

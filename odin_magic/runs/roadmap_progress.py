@@ -216,28 +216,27 @@ def _not_started(project_dir: Path, p: PhaseProgress, records: list[RoadmapRecor
 def paused_phase(project_dir: Path) -> PhaseProgress | None:
     """The phase the project's roadmap waits at for a person (``odin roadmap run`` goes on), if any; None
     without a roadmap, or with one that cannot be read (the roadmap's own commands say why)."""
-    return _first_phase(project_dir, ("paused",))
+    return waiting_phases(project_dir)[0]
 
 
-def stopped_phase(project_dir: Path) -> PhaseProgress | None:
-    """The phase the project's roadmap stops at (escalated, or blocked: by its judge, or on its contract) until a
-    person decides (``--retry``, ``--skip``, ``--accept-contract``), if any; None as for :func:`paused_phase`."""
-    return _first_phase(project_dir, ("blocked", "escalated"))
-
-
-def _first_phase(project_dir: Path, statuses: tuple[str, ...]) -> PhaseProgress | None:
+def waiting_phases(project_dir: Path) -> tuple[PhaseProgress | None, PhaseProgress | None]:
+    """The roadmap's phase paused for a person (:func:`paused_phase`) and the phase it stops at (escalated, or
+    blocked: by its judge, or on its contract) until a person decides (``--retry``, ``--skip``,
+    ``--accept-contract``), from one reading of its progress; (None, None) as for :func:`paused_phase`."""
     path = Path(project_dir) / ROADMAP_FILE
     if not path.is_file():
-        return None
+        return None, None
     try:
         roadmap = load_roadmap(path)
     except OdinError:
-        return None
-    return next((p for p in progress(project_dir, roadmap).values() if p.status in statuses), None)
+        return None, None
+    states = list(progress(project_dir, roadmap).values())
+    return (next((p for p in states if p.status == "paused"), None),
+            next((p for p in states if p.status in ("blocked", "escalated")), None))
 
 
 def stopped_fix(p: PhaseProgress) -> str:
-    """What a person does about the phase the roadmap stops at (:func:`stopped_phase`)."""
+    """What a person does about the phase the roadmap stops at (:func:`waiting_phases`)."""
     if p.contract_changed:
         return changed_fix(p.phase_id, started=bool(p.runs))
     return (f"fix what it names, then `odin roadmap run --retry {p.phase_id}` (another try), "
