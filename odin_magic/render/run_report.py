@@ -354,14 +354,15 @@ def _interview(state: RunState, g: _Gathered) -> str:
 
 def charts(state: RunState, loop: Loop | None, g: _Gathered) -> dict[str, bytes]:
     """The report's charts as PNG bytes, by file name."""
-    from odin_magic.render.charts import ConvergenceData, InterviewRound, chart_png, png_bytes, run_chart_data
+    from odin_magic.render.charts import ConvergenceData, InterviewRound, png_bytes, run_chart_data
 
-    out = {"run.png": chart_png(run_chart_data(state, loop.stage_ids() if loop else None), dpi=72)}
+    # drawn here once (the memo is for the live view's redraws: a report's PNG is never shown again)
+    out = {"run.png": png_bytes(run_chart_data(state, loop.stage_ids() if loop else None).figure(), dpi=72)}
     if g.interview is not None and g.interview.rounds:
         from odin_magic.interview.runner import convergence_points
 
         rounds = tuple(InterviewRound(round=n, ambiguity=a, challenge=c) for n, a, c in convergence_points(g.interview))
-        out["convergence.png"] = chart_png(ConvergenceData(rounds, g.interview.threshold), dpi=72)
+        out["convergence.png"] = png_bytes(ConvergenceData(rounds, g.interview.threshold).figure(), dpi=72)
     if g.metrics:
         from odin_magic.render.metric_chart import metric_chart
 

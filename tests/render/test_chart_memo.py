@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 from IPython.utils.capture import capture_output
 
+import pytest
+
+from odin_magic.render import charts
 from odin_magic.render.charts import (
     ChartHandle, ConvergenceData, InterviewRound, RunChartData, chart_png, interview_convergence, png_bytes,
     run_chart, run_chart_data,
@@ -13,6 +16,14 @@ from odin_magic.render.charts import (
 from odin_magic.runs.state import RunState
 
 PNG = b"\x89PNG"
+
+
+@pytest.fixture(autouse=True)
+def empty_memo():
+    """Each test starts from an empty memo (it is the process's: another test's drawings would be in it)."""
+    charts._MEMO = charts._PngMemo()
+    yield
+    charts._MEMO = charts._PngMemo()
 
 
 @dataclass(frozen=True)
@@ -56,5 +67,6 @@ def test_the_charts_from_data_are_the_charts_drawn_from_the_state():
     assert isinstance(data, RunChartData) and data == run_chart_data(state, ["a", "b"])
     assert hash(data) == hash(run_chart_data(state, ["a", "b"]))
     assert chart_png(data, dpi=72) == png_bytes(run_chart(state, ["a", "b"]), dpi=72)
+    assert chart_png(data, dpi=72) != chart_png(data)  # the memo keys on the resolution too
     rounds = (InterviewRound(1, 0.8), InterviewRound(2, 0.3, "contrarian"))
     assert chart_png(ConvergenceData(rounds, 0.2)) == png_bytes(interview_convergence(rounds, 0.2))
