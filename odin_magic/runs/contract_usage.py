@@ -92,19 +92,9 @@ def interview_usage(project_dir: Path, phase_id: str) -> Usage | None:
     return _read(_paths(project_dir, phase_id)["interview"], "contract interview")
 
 
-def add_interview_usage(project_dir: Path, phase_id: str, usage: Usage) -> Usage:
-    """Add ``usage`` (a question's, an answer's) to the phase's contract interview's cost; the new total."""
-    return _add(project_dir, phase_id, "interview", usage)
-
-
 def proposal_usage(project_dir: Path, phase_id: str) -> Usage | None:
     """What the model's proposals of the phase's contract cost so far; None before the first."""
     return _read(_paths(project_dir, phase_id)["proposal"], "contract proposal")
-
-
-def add_proposal_usage(project_dir: Path, phase_id: str, usage: Usage) -> Usage:
-    """Add ``usage`` (a proposal's replies, a failed one's too) to the phase's contract proposals' cost."""
-    return _add(project_dir, phase_id, "proposal", usage)
 
 
 class ContractCost(BaseModel):
