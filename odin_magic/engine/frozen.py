@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from odin_magic.loop.globs import matches
+from odin_magic.loop.globs import PYPROJECT, RUNNER_FILES, matches
 from odin_magic.loop.schema import Stage
 from odin_magic.engine.rewind import NOT_COPIED
 from odin_magic.render.run_report import REPORT_MD, REPORT_NB
@@ -40,9 +40,9 @@ SHOWN = 20  # tampered paths named in a gate's reason
 ENGINE_FILES = (REPORT_MD, REPORT_NB, "thread.json", *sorted(NOT_COPIED))
 
 
-#: pytest's configuration files, in the order it looks for them in a folder (its arguments' folder, then each
-#: folder above); a ``pyproject.toml`` counts only when its ``[tool.pytest]`` tables change (see scope.runner_changes)
-RUNNER_CONFIG = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+#: the files that configure how the tests run (loop.globs.RUNNER_FILES: pytest's, and what Python's site reads
+#: at start), and pyproject.toml (counted only when its ``[tool.pytest]`` tables change: see scope.runner_changes)
+RUNNER_CONFIG = tuple(sorted(RUNNER_FILES | {PYPROJECT}))
 
 
 def roots(engine, s) -> freezes.Roots:
@@ -68,7 +68,7 @@ def guarded(project_dir: Path, s, stage: Stage) -> frozenset[str]:
             rel = PurePosixPath(where.path(key).relative_to(where.project_dir).as_posix())
         except ValueError:
             continue
-        found.update((parent / name).as_posix() for parent in rel.parents for name in ("conftest.py", *RUNNER_CONFIG))
+        found.update((parent / name).as_posix() for parent in rel.parents for name in RUNNER_CONFIG)
     mine = produced_by(stage)
     return frozenset(p for p in found if not mine(p))
 

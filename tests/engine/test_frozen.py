@@ -272,7 +272,7 @@ CHEAT = "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_ca
 
 
 @pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py", "pytest.ini", "pytest.toml", "tox.ini",
-                                   "tests/setup.cfg", "tests/Conftest.py"])  # any case: a case-insensitive
+                                   "tests/setup.cfg", "tests/sitecustomize.py", "tests/Conftest.py"])  # any case: a case-insensitive
                                    # file system (macOS) gives pytest tests/Conftest.py as tests/conftest.py
 def test_a_later_stage_may_not_add_the_runners_configuration_of_frozen_tests(project, write_loop, where):
     """A conftest.py beside (or above) frozen tests, or a pytest configuration file there or at the root, would
